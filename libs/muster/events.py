@@ -1,0 +1,364 @@
+"""Every event muster's services exchange, as frozen, tagged msgspec Structs.
+
+A message on the bus is an ``Envelope`` carrying a batch of events; each
+event is addressed by (stream sequence, index in the envelope). Facts are
+past tense (``PodBound``); requests are imperative (``UpsertQueue``).
+
+Evolution rules: new fields get defaults; a field never changes type; a tag
+is never reused. A breaking change adds a new tag (``PodBound.v2``) and an
+upcast step on read in ``decode_envelope``.
+
+Units everywhere: GPUs in devices (a float below 1 is a share of one
+device), GPU memory and memory in bytes, CPU in millicores, extended
+resources as integers, clocks in seconds.
+
+Job (pod group) lifecycle::
+
+    submitted ──WorkloadSubmitted──► grouped ──PodGroupCreated──► pending
+    pending ──(all gang pods) BindRequested──► binding ──PodBound──► running
+    binding ──BindFailed──► pending
+    running ──EvictionRequested──► releasing ──PodEvicted──► pending (preempted)
+    running ──PodCompleted (every pod)──► completed
+    any ──PodGroupDeleted──► gone
+
+Pod lifecycle (a pod is ``(job, index)``, index over the job's pod specs
+expanded in order)::
+
+    pending ──BindRequested──► binding ──PodBound──► bound
+    binding ──BindFailed──► pending
+    bound ──EvictionRequested──► releasing ──PodEvicted──► pending
+    bound ──PodCompleted──► completed
+
+Queue lifecycle: ``UpsertQueue`` is a request; the queue-controller answers
+``QueueUpserted`` or ``QueueRejected`` (naming the field). ``DeleteQueue``
+answers ``QueueDeleted`` or ``QueueRejected``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+
+# -- value types -------------------------------------------------------------
+
+
+class Resources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What one pod asks for, or one node offers, in base units."""
+
+    gpu: float = 0.0
+    """Devices. Below 1: a share of one device (GPU sharing)."""
+    gpu_memory: int = 0
+    """Bytes of one shared device (a pod) or per device (a node)."""
+    cpu: int = 0
+    """Millicores."""
+    memory: int = 0
+    """Bytes."""
+    extended: dict[str, int] = {}
+    """Extended resources such as ``rdma/ib``, as whole counts."""
+
+
+class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``count`` identical pods of one role in a gang."""
+
+    role: str = "worker"
+    count: int = 1
+    resources: Resources = Resources()
+    node_selector: dict[str, str] = {}
+    gpu_models: list[str] = []
+    subgroup: str = ""
+    """Name of the sub-group these pods belong to ('' = none)."""
+
+
+class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    min_available: int
+
+
+class Topology(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    required: str | None = None
+    """All pods under one value of this node label."""
+    preferred: str | None = None
+    """As few values of this node label as fit."""
+
+
+class MinRuntime(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Seconds a running job is protected from preempt / reclaim."""
+
+    preempt: float | None = None
+    reclaim: float | None = None
+
+
+class QueueResource(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Quota semantics for one resource; -1 means unlimited / none."""
+
+    quota: float = -1.0
+    over_quota_weight: float = 1.0
+    limit: float = -1.0
+
+
+class QueueSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    parent: str | None = None
+    priority: int = 100
+    resources: dict[str, QueueResource] = {}
+    """Keyed by resource (gpu, cpu, memory, or an extended name); missing
+    gpu means quota 0, weight 1, limit -1; anything else missing means no
+    constraint."""
+    min_runtime: MinRuntime | None = None
+    order: int = 0
+    """Creation order; breaks ties where KAI uses creation time."""
+
+
+class NodeSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    pool: str = "default"
+    labels: dict[str, str] = {}
+    resources: Resources = Resources()
+    """``gpu`` is the whole device count; ``gpu_memory`` is per device."""
+    gpu_model: str | None = None
+    unschedulable: bool = False
+
+
+# -- events ------------------------------------------------------------------
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True):
+    pass
+
+
+class WorkloadSubmitted(_Event, tag="WorkloadSubmitted", kw_only=True):
+    """A framework or the CLI hands muster a workload, unchanged."""
+
+    uid: str
+    """Stable id of this submission; makes redelivery harmless."""
+    manifests: list[dict[str, Any]]
+    """Kubernetes-style documents that belong together (a RayCluster and its pods)."""
+    submitted_at: float = 0.0
+    queue: str | None = None
+    """Overrides the queue the manifest names."""
+
+
+class WorkloadRejected(_Event, tag="WorkloadRejected", kw_only=True):
+    uid: str
+    error: str
+    field: str = ""
+
+
+class PodGroupCreated(_Event, tag="PodGroupCreated", kw_only=True):
+    """A gang the allocator can schedule: pods that run together or not at all."""
+
+    name: str
+    queue: str
+    kind: str = "Job"
+    pool: str = "default"
+    priority_class: str | None = None
+    priority: int = 50
+    preemptible: bool = True
+    min_available: int = 1
+    submitted_at: float = 0.0
+    pods: list[PodSpec] = []
+    subgroups: list[SubGroup] = []
+    topology: Topology | None = None
+    min_runtime: float | None = None
+    duration: float | None = None
+    """Seconds of run time after which the pods complete (simulated fleets)."""
+    workload_uid: str = ""
+
+
+class PodGroupDeleted(_Event, tag="PodGroupDeleted", kw_only=True):
+    name: str
+
+
+class UpsertQueue(_Event, tag="UpsertQueue", kw_only=True):
+    queue: QueueSpec
+
+
+class DeleteQueue(_Event, tag="DeleteQueue", kw_only=True):
+    name: str
+
+
+class QueueUpserted(_Event, tag="QueueUpserted", kw_only=True):
+    queue: QueueSpec
+
+
+class QueueDeleted(_Event, tag="QueueDeleted", kw_only=True):
+    name: str
+
+
+class QueueRejected(_Event, tag="QueueRejected", kw_only=True):
+    name: str
+    error: str
+    field: str = ""
+
+
+class QueueStatus(_Event, tag="QueueStatus", kw_only=True):
+    name: str
+    fair_share: dict[str, float] = {}
+    allocated: dict[str, float] = {}
+    requested: dict[str, float] = {}
+
+
+class NodeRegistered(_Event, tag="NodeRegistered", kw_only=True):
+    node: NodeSpec
+
+
+class NodeUpdated(_Event, tag="NodeUpdated", kw_only=True):
+    """The node's whole new spec (labels, capacity, schedulability)."""
+
+    node: NodeSpec
+
+
+class NodeRemoved(_Event, tag="NodeRemoved", kw_only=True):
+    name: str
+    pool: str = "default"
+
+
+class BindRequested(_Event, tag="BindRequested", kw_only=True):
+    """The allocator placed one pod; the binder makes it so."""
+
+    job: str
+    pod: int
+    node: str
+    gpus: list[int] = []
+    """Device indices on the node."""
+    gpu_share: float = 0.0
+    """For a shared-device pod, the fraction of ``gpus[0]`` it holds; 0 = whole devices."""
+    pool: str = "default"
+    cycle: int = 0
+    epoch: int = 0
+    pipelined: bool = False
+    """Placed on resources that pending evictions free: bind after they complete."""
+
+
+class EvictionRequested(_Event, tag="EvictionRequested", kw_only=True):
+    job: str
+    pod: int
+    node: str
+    pool: str = "default"
+    cycle: int = 0
+    epoch: int = 0
+    action: str = ""
+    """allocate | consolidate | reclaim | preempt | stale_gang_eviction"""
+    for_job: str | None = None
+    reason: str = ""
+
+
+class CycleCompleted(_Event, tag="CycleCompleted", kw_only=True):
+    pool: str = "default"
+    cycle: int
+    epoch: int = 0
+    watermark: int
+    """Last stream sequence the cycle read."""
+    clock: float
+    binds: int = 0
+    evictions: int = 0
+    pending: dict[str, str] = {}
+    """Pending reasons that changed since the previous cycle ('' = no longer pending)."""
+    config_digest: str = ""
+
+
+class PodBound(_Event, tag="PodBound", kw_only=True):
+    job: str
+    pod: int
+    node: str
+    gpus: list[int] = []
+    gpu_share: float = 0.0
+    pool: str = "default"
+    at: float = 0.0
+    """Clock at which the pod started."""
+
+
+class BindFailed(_Event, tag="BindFailed", kw_only=True):
+    job: str
+    pod: int
+    node: str
+    reason: str
+    pool: str = "default"
+
+
+class PodEvicted(_Event, tag="PodEvicted", kw_only=True):
+    job: str
+    pod: int
+    node: str
+    pool: str = "default"
+
+
+class PodCompleted(_Event, tag="PodCompleted", kw_only=True):
+    job: str
+    pod: int
+    node: str
+    pool: str = "default"
+    at: float = 0.0
+
+
+class DeadLettered(_Event, tag="DeadLettered", kw_only=True):
+    """A message a service could not decode or validate, kept with its error."""
+
+    service: str
+    subject: str
+    stream_seq: int = 0
+    error: str
+    data: bytes = b""
+
+
+Event = Union[
+    WorkloadSubmitted,
+    WorkloadRejected,
+    PodGroupCreated,
+    PodGroupDeleted,
+    UpsertQueue,
+    DeleteQueue,
+    QueueUpserted,
+    QueueDeleted,
+    QueueRejected,
+    QueueStatus,
+    NodeRegistered,
+    NodeUpdated,
+    NodeRemoved,
+    BindRequested,
+    EvictionRequested,
+    CycleCompleted,
+    PodBound,
+    BindFailed,
+    PodEvicted,
+    PodCompleted,
+    DeadLettered,
+]
+
+EVENT_TYPES: tuple[type[_Event], ...] = Event.__args__  # type: ignore[attr-defined]
+
+
+class Envelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One bus message: a batch of events produced together."""
+
+    events: list[Event]
+
+
+_encoder = msgspec.json.Encoder()
+_envelope_decoder = msgspec.json.Decoder(Envelope)
+_event_decoder = msgspec.json.Decoder(Event)
+
+
+def encode_envelope(events: list[Event] | tuple[Event, ...]) -> bytes:
+    """The bytes of one bus message carrying ``events``."""
+    return _encoder.encode(Envelope(events=list(events)))
+
+
+def decode_envelope(data: bytes) -> list[Event]:
+    """Decode and validate one bus message; raises ``msgspec.ValidationError``
+    or ``msgspec.DecodeError`` naming the bad field."""
+    return _envelope_decoder.decode(data).events
+
+
+def encode_event(event: Event) -> bytes:
+    return _encoder.encode(event)
+
+
+def decode_event(data: bytes) -> Event:
+    return _event_decoder.decode(data)
+
+
+def event_type(event: Event) -> str:
+    """The event's tag, its type name on the wire."""
+    return type(event).__struct_config__.tag  # type: ignore[return-value]

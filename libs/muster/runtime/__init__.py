@@ -1,0 +1,1 @@
+"""Where a muster system lives: settings, embedded servers, endpoints."""

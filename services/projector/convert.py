@@ -1,0 +1,232 @@
+"""Events in, database operations out: the projection as a pure function.
+
+Every event becomes a row of the append-only ``events`` table plus the
+projection updates it implies. Operations are plain (sql, args) pairs so
+they can be tested without a database; the sink runs them in one
+transaction with the checkpoint, so a redelivered event changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+
+from muster.events import (
+    BindFailed,
+    BindRequested,
+    CycleCompleted,
+    DeadLettered,
+    Event,
+    EvictionRequested,
+    NodeRegistered,
+    NodeRemoved,
+    NodeUpdated,
+    PodBound,
+    PodCompleted,
+    PodEvicted,
+    PodGroupCreated,
+    PodGroupDeleted,
+    QueueDeleted,
+    QueueRejected,
+    QueueStatus,
+    QueueUpserted,
+    WorkloadRejected,
+    WorkloadSubmitted,
+    event_type,
+)
+
+
+@dataclass(frozen=True)
+class Op:
+    sql: str
+    args: tuple
+
+
+def _json(value: object) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+INSERT_EVENT = (
+    "INSERT INTO events (stream_seq, idx, subject, type, payload) VALUES ($1, $2, $3, $4, $5::jsonb)"
+    " ON CONFLICT DO NOTHING"
+)
+UPSERT_WORKLOAD = (
+    "INSERT INTO workloads (uid, kinds, status, error, field, submitted_at, updated_seq)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7)"
+    " ON CONFLICT (uid) DO UPDATE SET status = EXCLUDED.status, error = EXCLUDED.error, field = EXCLUDED.field,"
+    " kinds = CASE WHEN cardinality(EXCLUDED.kinds) > 0 THEN EXCLUDED.kinds ELSE workloads.kinds END,"
+    " updated_seq = EXCLUDED.updated_seq"
+)
+GROUPED_WORKLOAD = "UPDATE workloads SET status = 'grouped', updated_seq = $2 WHERE uid = $1"
+UPSERT_QUEUE = (
+    "INSERT INTO queues (name, parent, priority, spec, status, error, updated_seq)"
+    " VALUES ($1, $2, $3, $4::jsonb, 'active', NULL, $5)"
+    " ON CONFLICT (name) DO UPDATE SET parent = EXCLUDED.parent, priority = EXCLUDED.priority,"
+    " spec = EXCLUDED.spec, status = 'active', error = NULL, updated_seq = EXCLUDED.updated_seq"
+)
+DELETE_QUEUE = "UPDATE queues SET status = 'deleted', updated_seq = $2 WHERE name = $1"
+REJECT_QUEUE = (
+    "INSERT INTO queues (name, parent, priority, spec, status, error, updated_seq)"
+    " VALUES ($1, NULL, 100, '{}'::jsonb, 'rejected', $2, $3)"
+    " ON CONFLICT (name) DO UPDATE SET error = EXCLUDED.error, updated_seq = EXCLUDED.updated_seq"
+)
+QUEUE_STATUS = (
+    "UPDATE queues SET fair_share = $2::jsonb, allocated = $3::jsonb, requested = $4::jsonb, updated_seq = $5"
+    " WHERE name = $1"
+)
+UPSERT_NODE = (
+    "INSERT INTO nodes (name, pool, spec, gpus, cpu, memory, removed, updated_seq)"
+    " VALUES ($1, $2, $3::jsonb, $4, $5, $6, false, $7)"
+    " ON CONFLICT (name) DO UPDATE SET pool = EXCLUDED.pool, spec = EXCLUDED.spec, gpus = EXCLUDED.gpus,"
+    " cpu = EXCLUDED.cpu, memory = EXCLUDED.memory, removed = false, updated_seq = EXCLUDED.updated_seq"
+)
+REMOVE_NODE = "UPDATE nodes SET removed = true, updated_seq = $2 WHERE name = $1"
+INSERT_JOB = (
+    "INSERT INTO jobs (name, queue, kind, pool, priority, preemptible, min_available, pods_total, spec, status,"
+    " submitted_at, created_seq, updated_seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, 'pending', $10, $11, $11)"
+    " ON CONFLICT (name) DO NOTHING"
+)
+INSERT_POD = (
+    "INSERT INTO pods (job, idx, status, gpu, cpu, memory, updated_seq) VALUES ($1, $2, 'pending', $3, $4, $5, $6)"
+    " ON CONFLICT (job, idx) DO NOTHING"
+)
+DELETE_JOB = "UPDATE jobs SET status = 'deleted', updated_seq = $2 WHERE name = $1"
+POD_PLACED = "UPDATE pods SET status = $3, node = $4, gpus = $5, gpu_share = $6, updated_seq = $7 WHERE job = $1 AND idx = $2"
+POD_STATUS = "UPDATE pods SET status = $3, updated_seq = $4 WHERE job = $1 AND idx = $2"
+POD_FREED = "UPDATE pods SET status = $3, node = NULL, gpus = '{}', gpu_share = 0, updated_seq = $4 WHERE job = $1 AND idx = $2"
+JOB_RAN = "UPDATE jobs SET ever_ran = true WHERE name = $1"
+INSERT_DECISION = (
+    "INSERT INTO decisions (stream_seq, idx, pool, cycle, epoch, kind, job, pod, node, gpus, action, for_job, reason)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING"
+)
+INSERT_CYCLE = (
+    "INSERT INTO cycles (stream_seq, idx, pool, cycle, epoch, watermark, clock, binds, evictions, config_digest)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING"
+)
+JOB_REASON = "UPDATE jobs SET reason = NULLIF($2, '') WHERE name = $1"
+INSERT_DEAD_LETTER = (
+    "INSERT INTO dead_letters (stream_seq, idx, service, subject, original_seq, error, data)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING"
+)
+
+
+def _pod_resources(group: PodGroupCreated) -> list[tuple[float, int, int]]:
+    out = []
+    for spec in group.pods:
+        r = spec.resources
+        out.extend([(r.gpu, r.cpu, r.memory)] * spec.count)
+    return out
+
+
+def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op], set[str]]:
+    """Operations for one message, and the jobs whose status must be re-derived."""
+    ops: list[Op] = []
+    touched: set[str] = set()
+    for idx, event in enumerate(events):
+        ops.append(Op(INSERT_EVENT, (seq, idx, subject, event_type(event), _json(event))))
+        match event:
+            case WorkloadSubmitted(uid=uid, manifests=docs, submitted_at=at):
+                kinds = [str(d.get("kind", "")) for d in docs if isinstance(d, dict)]
+                ops.append(Op(UPSERT_WORKLOAD, (uid, kinds, "submitted", None, None, at, seq)))
+            case WorkloadRejected(uid=uid, error=error, field=field):
+                ops.append(Op(UPSERT_WORKLOAD, (uid, [], "rejected", error, field, None, seq)))
+            case PodGroupCreated() as group:
+                if group.workload_uid:
+                    ops.append(Op(GROUPED_WORKLOAD, (group.workload_uid, seq)))
+                pods = _pod_resources(group)
+                ops.append(
+                    Op(
+                        INSERT_JOB,
+                        (
+                            group.name,
+                            group.queue,
+                            group.kind,
+                            group.pool,
+                            group.priority,
+                            group.preemptible,
+                            group.min_available,
+                            len(pods),
+                            _json(group),
+                            group.submitted_at,
+                            seq,
+                        ),
+                    )
+                )
+                ops.extend(Op(INSERT_POD, (group.name, i, gpu, cpu, mem, seq)) for i, (gpu, cpu, mem) in enumerate(pods))
+            case PodGroupDeleted(name=name):
+                ops.append(Op(DELETE_JOB, (name, seq)))
+            case QueueUpserted(queue=q):
+                ops.append(Op(UPSERT_QUEUE, (q.name, q.parent, q.priority, _json(q), seq)))
+            case QueueDeleted(name=name):
+                ops.append(Op(DELETE_QUEUE, (name, seq)))
+            case QueueRejected(name=name, error=error, field=field):
+                ops.append(Op(REJECT_QUEUE, (name, f"{field}: {error}" if field else error, seq)))
+            case QueueStatus(name=name, fair_share=fs, allocated=al, requested=rq):
+                ops.append(Op(QUEUE_STATUS, (name, _json(fs), _json(al), _json(rq), seq)))
+            case NodeRegistered(node=n) | NodeUpdated(node=n):
+                r = n.resources
+                ops.append(Op(UPSERT_NODE, (n.name, n.pool, _json(n), int(r.gpu), r.cpu, r.memory, seq)))
+            case NodeRemoved(name=name):
+                ops.append(Op(REMOVE_NODE, (name, seq)))
+            case BindRequested() as b:
+                ops.append(
+                    Op(
+                        INSERT_DECISION,
+                        (seq, idx, b.pool, b.cycle, b.epoch, "bind", b.job, b.pod, b.node, b.gpus, "allocate", None,
+                         "pipelined" if b.pipelined else ""),
+                    )
+                )  # fmt: skip
+                ops.append(Op(POD_PLACED, (b.job, b.pod, "binding", b.node, b.gpus, b.gpu_share, seq)))
+            case EvictionRequested() as e:
+                ops.append(
+                    Op(
+                        INSERT_DECISION,
+                        (seq, idx, e.pool, e.cycle, e.epoch, "evict", e.job, e.pod, e.node, [], e.action, e.for_job,
+                         e.reason),
+                    )
+                )  # fmt: skip
+                ops.append(Op(POD_STATUS, (e.job, e.pod, "releasing", seq)))
+                touched.add(e.job)
+            case CycleCompleted() as c:
+                ops.append(
+                    Op(
+                        INSERT_CYCLE,
+                        (seq, idx, c.pool, c.cycle, c.epoch, c.watermark, c.clock, c.binds, c.evictions,
+                         c.config_digest),
+                    )
+                )  # fmt: skip
+                ops.extend(Op(JOB_REASON, (job, reason)) for job, reason in sorted(c.pending.items()))
+            case PodBound() as b:
+                ops.append(Op(POD_PLACED, (b.job, b.pod, "bound", b.node, b.gpus, b.gpu_share, seq)))
+                ops.append(Op(JOB_RAN, (b.job,)))
+                touched.add(b.job)
+            case BindFailed(job=job, pod=pod):
+                ops.append(Op(POD_FREED, (job, pod, "pending", seq)))
+                touched.add(job)
+            case PodEvicted(job=job, pod=pod):
+                ops.append(Op(POD_FREED, (job, pod, "pending", seq)))
+                touched.add(job)
+            case PodCompleted(job=job, pod=pod):
+                ops.append(Op(POD_STATUS, (job, pod, "completed", seq)))
+                touched.add(job)
+            case DeadLettered() as d:
+                ops.append(Op(INSERT_DEAD_LETTER, (seq, idx, d.service, d.subject, d.stream_seq, d.error, d.data)))
+            case _:
+                pass
+    return ops, touched
+
+
+# Job status follows from its pods: see the lifecycle in muster.events.
+REDERIVE_JOB_STATUS = """
+UPDATE jobs j SET status = CASE
+        WHEN c.completed = j.pods_total THEN 'completed'
+        WHEN c.bound > 0 THEN 'running'
+        WHEN j.ever_ran THEN 'preempted'
+        ELSE 'pending' END
+FROM (SELECT job,
+             count(*) FILTER (WHERE status = 'completed') AS completed,
+             count(*) FILTER (WHERE status IN ('bound', 'releasing')) AS bound
+      FROM pods WHERE job = ANY($1::text[]) GROUP BY job) c
+WHERE j.name = c.job AND j.status <> 'deleted'
+"""

@@ -1,0 +1,148 @@
+"""One behaviour suite for the bus port, run against MemoryBus and real NATS JetStream."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+
+from muster.bus import MemoryBus, NatsBus
+from muster.events import DeadLettered, NodeRemoved, PodBound, decode_envelope
+from muster.subjects import Subjects
+
+
+@pytest.fixture(params=["memory", pytest.param("nats", marks=pytest.mark.nats)])
+async def bus(request, prefix):
+    if request.param == "memory":
+        yield MemoryBus(Subjects(prefix))
+        return
+    endpoints = request.getfixturevalue("endpoints")
+    nats = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="test")
+    try:
+        yield nats
+    finally:
+        await nats.js.delete_stream(endpoints.subjects.stream)
+        await nats.close()
+
+
+def bound(i: int) -> PodBound:
+    return PodBound(job=f"job-{i}", pod=0, node="node-a")
+
+
+class Collector:
+    def __init__(self, stop: asyncio.Event, want: int):
+        self.deliveries = []
+        self.stop = stop
+        self.want = want
+
+    async def __call__(self, batch):
+        self.deliveries.extend(batch)
+        if sum(len(d.events) for d in self.deliveries) >= self.want:
+            self.stop.set()
+
+    @property
+    def events(self):
+        return [e for d in self.deliveries for e in d.events]
+
+
+async def consume_until(bus, name, subjects, want, timeout=10.0):
+    stop = asyncio.Event()
+    collector = Collector(stop, want)
+    await asyncio.wait_for(bus.consume(name, subjects, collector, stop=stop), timeout)
+    return collector
+
+
+async def test_publish_returns_increasing_stream_sequences(bus):
+    s = bus.subjects
+    first = await bus.publish(s.pods("default"), [bound(1)], msg_id="a")
+    second = await bus.publish(s.pods("default"), [bound(2)], msg_id="b")
+    assert second == first + 1
+    assert await bus.last_seq() == second
+
+
+async def test_republishing_a_message_id_stores_nothing_new(bus):
+    s = bus.subjects
+    seq = await bus.publish(s.pods("default"), [bound(1)], msg_id="same")
+    again = await bus.publish(s.pods("default"), [bound(1)], msg_id="same")
+    assert again == seq
+    assert await bus.last_seq() == seq
+
+
+async def test_consumer_receives_batches_in_stream_order_on_its_subjects_only(bus):
+    s = bus.subjects
+    await bus.publish(s.pods("default"), [bound(1), bound(2)], msg_id="1")
+    await bus.publish(s.nodes("default"), [NodeRemoved(name="n")], msg_id="2")
+    await bus.publish(s.pods("gpu-a"), [bound(3)], msg_id="3")
+    got = await consume_until(bus, "c1", [s.pods("*")], want=3)
+    assert [e.job for e in got.events] == ["job-1", "job-2", "job-3"]
+    assert [d.seq for d in got.deliveries] == [1, 3]
+
+
+async def test_consumer_takes_several_subject_filters_in_one_ordered_stream(bus):
+    s = bus.subjects
+    await bus.publish(s.pods("default"), [bound(1)], msg_id="1")
+    await bus.publish(s.workloads, [NodeRemoved(name="skip")], msg_id="2")
+    await bus.publish(s.nodes("default"), [NodeRemoved(name="n")], msg_id="3")
+    got = await consume_until(bus, "multi", [s.pods("*"), s.nodes("*")], want=2)
+    assert [type(e).__name__ for e in got.events] == ["PodBound", "NodeRemoved"]
+
+
+async def test_durable_consumer_resumes_after_its_last_acknowledged_message(bus):
+    s = bus.subjects
+    await bus.publish(s.pods("default"), [bound(1)], msg_id="1")
+    await consume_until(bus, "durable", [s.pods("*")], want=1)
+    await bus.publish(s.pods("default"), [bound(2)], msg_id="2")
+    got = await consume_until(bus, "durable", [s.pods("*")], want=1)
+    assert [e.job for e in got.events] == ["job-2"]
+
+
+async def test_undecodable_message_goes_to_dead_letters_and_consumption_goes_on(bus):
+    s = bus.subjects
+    await bus.publish_raw(s.pods("default"), b'{"events": [{"type": "PodBound", "job": 7}]}', msg_id="bad")
+    await bus.publish(s.pods("default"), [bound(2)], msg_id="good")
+    got = await consume_until(bus, "c", [s.pods("*")], want=1)
+    assert [e.job for e in got.events] == ["job-2"]
+    dead = await consume_until(bus, "dlq", [s.deadletter], want=1)
+    letter = dead.events[0]
+    assert isinstance(letter, DeadLettered)
+    assert "$.events[0].job" in letter.error
+    assert letter.data == b'{"events": [{"type": "PodBound", "job": 7}]}'
+    assert letter.stream_seq == 1
+
+
+async def test_a_message_whose_handler_keeps_failing_is_dead_lettered_and_the_rest_handled(bus):
+    s = bus.subjects
+    await bus.publish(s.pods("default"), [bound(1)], msg_id="1")
+    await bus.publish(s.pods("default"), [bound(666)], msg_id="poison")
+    await bus.publish(s.pods("default"), [bound(3)], msg_id="3")
+    handled: list[str] = []
+    stop = asyncio.Event()
+
+    async def handler(batch):
+        if any(e.job == "job-666" for d in batch for e in d.events):
+            raise RuntimeError("cannot handle job-666")
+        handled.extend(e.job for d in batch for e in d.events)
+
+    consumer = asyncio.create_task(bus.consume("h", [s.pods("*")], handler, stop=stop, max_attempts=2))
+    try:
+        dead = await consume_until(bus, "dlq", [s.deadletter], want=1, timeout=20)
+    finally:
+        stop.set()
+        await consumer
+    assert handled == ["job-1", "job-3"]
+    assert "cannot handle job-666" in dead.events[0].error
+    assert decode_envelope(dead.events[0].data)[0].job == "job-666"
+
+
+async def test_trace_context_travels_with_the_message(bus):
+    provider = TracerProvider()
+    tracer = provider.get_tracer("test")
+    s = bus.subjects
+    with tracer.start_as_current_span("submit") as span:
+        await bus.publish(s.pods("default"), [bound(1)], msg_id="traced")
+        trace_id = span.get_span_context().trace_id
+    got = await consume_until(bus, "t", [s.pods("*")], want=1)
+    carried = trace.get_current_span(got.deliveries[0].context).get_span_context()
+    assert carried.trace_id == trace_id
