@@ -34,7 +34,9 @@ class ServiceContext:
         return self.endpoints.subjects
 
 
-async def run_service(name: str, run: Run, endpoints: Endpoints, settings: Settings, stop: asyncio.Event) -> None:
+async def run_service(
+    name: str, run: Run, endpoints: Endpoints, settings: Settings, stop: asyncio.Event
+) -> None:
     """Connect to the bus and run one service until ``stop`` is set."""
     bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service=name)
     try:
@@ -59,3 +61,40 @@ def service_main(name: str, run: Run) -> None:
         await run_service(name, run, endpoints, settings, stop)
 
     asyncio.run(main())
+
+
+async def rebuild_then_consume(
+    ctx: ServiceContext,
+    consumer: str,
+    subjects: list[str],
+    handle: Callable[[list, bool], Awaitable[None]],
+    *,
+    batch: int = 512,
+    on_rebuilt: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """For services whose state is a fold of the log: rebuild it from the stream, then follow.
+
+    ``handle(deliveries, live)`` sees every message on ``subjects`` exactly once
+    per process, in stream order: first the history (``live=False``), then new
+    messages through the durable consumer. Redelivered messages the rebuild
+    already folded in are skipped, so nothing is applied twice.
+    """
+    rebuilt_to = 0
+    chunk: list = []
+    async for delivery in ctx.bus.read(subjects):
+        chunk.append(delivery)
+        rebuilt_to = delivery.seq
+        if len(chunk) >= batch:
+            await handle(chunk, False)
+            chunk = []
+    if chunk:
+        await handle(chunk, False)
+    if on_rebuilt is not None:
+        await on_rebuilt()
+
+    async def live(deliveries: list) -> None:
+        fresh = [d for d in deliveries if d.seq > rebuilt_to]
+        if fresh:
+            await handle(fresh, True)
+
+    await ctx.bus.consume(consumer, subjects, live, stop=ctx.stop, batch=batch)

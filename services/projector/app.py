@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from muster.service import ServiceContext
 from muster.store import create_pool
+
 from services.projector.sink import PostgresSink
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncpg
-
 from muster.bus import Delivery
+
 from services.projector.convert import REDERIVE_JOB_STATUS, Op, convert
 
 

@@ -145,7 +145,7 @@ class NatsBus:
         while not stop.is_set():
             try:
                 msgs = await psub.fetch(batch, timeout=0.5)
-            except (NatsTimeoutError, asyncio.TimeoutError):
+            except (TimeoutError, NatsTimeoutError):
                 continue
             except Exception:  # connection trouble: the client reconnects; try again shortly
                 log.warning("%s: fetch failed, retrying", name, exc_info=True)

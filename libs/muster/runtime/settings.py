@@ -64,7 +64,9 @@ class Settings:
             data = json.loads(self.endpoints_path.read_text())
         except FileNotFoundError:
             return None
-        return Endpoints(nats_url=data["nats_url"], pg_dsn=data["pg_dsn"], prefix=data.get("prefix", self.prefix))
+        return Endpoints(
+            nats_url=data["nats_url"], pg_dsn=data["pg_dsn"], prefix=data.get("prefix", self.prefix)
+        )
 
     def endpoints(self) -> Endpoints:
         """The running system to talk to: the environment first, then the home's record."""
@@ -85,7 +87,9 @@ def write_endpoints(home: Path, endpoints: Endpoints) -> Path:
     home.mkdir(parents=True, exist_ok=True)
     path = home / ENDPOINTS_FILE
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"nats_url": endpoints.nats_url, "pg_dsn": endpoints.pg_dsn, "prefix": endpoints.prefix}))
+    tmp.write_text(
+        json.dumps({"nats_url": endpoints.nats_url, "pg_dsn": endpoints.pg_dsn, "prefix": endpoints.prefix})
+    )
     tmp.replace(path)
     return path
 

@@ -105,7 +105,10 @@ def running_system(
 ) -> Iterator[System]:
     """Servers (embedded unless configured) plus the given services, until the block ends."""
     settings.home.mkdir(parents=True, exist_ok=True)
-    with embedded_servers(settings.home, nats=not settings.nats_url, postgres=not settings.pg_dsn) as (nats_url, pg_dsn):
+    with embedded_servers(settings.home, nats=not settings.nats_url, postgres=not settings.pg_dsn) as (
+        nats_url,
+        pg_dsn,
+    ):
         endpoints = Endpoints(
             nats_url=settings.nats_url or nats_url or "",
             pg_dsn=settings.pg_dsn or pg_dsn or "",

@@ -20,7 +20,12 @@ async def status(conn: asyncpg.Connection) -> dict:
     for row in await conn.fetch(
         "SELECT name, queue, status, reason FROM jobs WHERE status <> 'deleted' ORDER BY submitted_at, name"
     ):
-        jobs[row["name"]] = {"status": row["status"], "queue": row["queue"], "pods": [], "reason": row["reason"]}
+        jobs[row["name"]] = {
+            "status": row["status"],
+            "queue": row["queue"],
+            "pods": [],
+            "reason": row["reason"],
+        }
     for row in await conn.fetch(
         "SELECT job, node, gpus FROM pods WHERE status = ANY($1::text[]) ORDER BY job, idx", list(_LIVE_POD)
     ):
@@ -40,7 +45,7 @@ async def status(conn: asyncpg.Connection) -> dict:
     used = {
         row["node"]: row
         for row in await conn.fetch(
-            "SELECT node, sum(gpu) AS gpu, sum(cpu) AS cpu, sum(memory) AS memory FROM pods"
+            "SELECT node, sum(gpu) AS gpu, sum(cpu)::bigint AS cpu, sum(memory)::bigint AS memory FROM pods"
             " WHERE status IN ('binding', 'bound', 'releasing') AND node IS NOT NULL GROUP BY node"
         )
     }

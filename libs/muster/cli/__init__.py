@@ -1,0 +1,1 @@
+"""The ``muster`` command: one module per subcommand, registered in ``main``."""

@@ -1,0 +1,89 @@
+"""``muster apply -f SCENARIO``: a scenario's nodes, queues and jobs, published to the running system."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+import msgspec
+
+from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
+from muster.cli.queues_cmd import topological
+from muster.events import NodeRegistered, QueueRejected, QueueUpserted
+from muster.scenario import ScenarioError, load_scenario, scenario_events
+from muster.scenario.model import Scenario
+from muster.sdk import Client
+from services.podgrouper.muster_job import manifest
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "apply",
+        help="publish a scenario file's nodes, queues and jobs to the running system",
+        description="Nodes join the simulated fleet, queues go to the queue-controller, and every job is "
+        "submitted (as the plain muster job kind) in one workload, keeping its scenario name.",
+    )
+    p.add_argument("-f", "--file", required=True, help="scenario file (spec/scenario-format.md)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(run=_run)
+
+
+def plan(scenario: Scenario) -> tuple[list, list, list[dict]]:
+    """(node specs, queue specs, job manifests) of a scenario, in file order."""
+    events = scenario_events(scenario)
+    nodes = [e.node for e in events if isinstance(e, NodeRegistered)]
+    queues = [e.queue for e in events if isinstance(e, QueueUpserted)]
+    jobs = [manifest(msgspec.to_builtins(job)) for job in scenario.jobs]
+    return nodes, queues, jobs
+
+
+async def apply(scenario: Scenario) -> dict:
+    nodes, queues, jobs = plan(scenario)
+    client = await Client.connect(running_endpoints())
+    try:
+        await client.register_nodes(nodes, tag=scenario.name)
+        answers = await client.apply_queues(topological(queues))
+        rejected = {n: a for n, a in answers.items() if isinstance(a, QueueRejected)}
+        uid = None
+        if not rejected and jobs:
+            # One submission: the allocator sees every job of the scenario at once, as the simulator does.
+            uid = await client.submit(
+                jobs, submitted_at=time.time(), uid=f"scenario/{scenario.name}/{time.time_ns()}"
+            )
+        return {
+            "nodes": len(nodes),
+            "queues": sorted(answers),
+            "rejected": rejected,
+            "jobs": len(jobs),
+            "uid": uid,
+        }
+    finally:
+        await client.close()
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_scenario(args.file)
+    except ScenarioError as exc:
+        fail(str(exc))
+    running = [f"jobs[{i}].running" for i, job in enumerate(scenario.jobs) if job.running]
+    if running:
+        fail(f"{args.file}: {running[0]}: pods already running at t=0 can only be simulated, not applied")
+    try:
+        result = asyncio.run(apply(scenario))
+    except TimeoutError as exc:
+        fail(str(exc), CHECK_FAILED)
+    rejected = result["rejected"]
+    if args.json:
+        print_json(
+            {**result, "rejected": {n: {"field": a.field, "error": a.error} for n, a in rejected.items()}}
+        )
+    else:
+        for name, answer in sorted(rejected.items()):
+            print(f"queue {name}: rejected: {answer.field}: {answer.error}")
+        if not rejected:
+            print(
+                f"applied {scenario.name}: {result['nodes']} nodes, {len(result['queues'])} queues, {result['jobs']} jobs"
+            )
+    return CHECK_FAILED if rejected else 0

@@ -1,0 +1,120 @@
+"""``muster demo``: ``up``, then a realistic mixed workload on a simulated GPU fleet, live."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TextColumn
+from rich.table import Table
+
+from muster.cli.apply_cmd import plan
+from muster.cli.queues_cmd import topological
+from muster.cli.status_cmd import render
+from muster.demo import demo_scenario
+from muster.events import QueueRejected
+from muster.runtime.settings import Settings
+from muster.runtime.system import running_system
+from muster.scenario import parse_scenario
+from muster.sdk import Client
+from muster.store import connect
+from muster.store.queries import status
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo", help="start muster and run a realistic mixed workload on a simulated GPU fleet"
+    )
+    p.add_argument("--nodes", type=int, default=12, help="8-GPU nodes in the simulated fleet (default 12)")
+    p.add_argument("--jobs", type=int, default=60, help="jobs to submit (default 60)")
+    p.add_argument("--timeout", type=float, default=180.0, help="give up after this many seconds")
+    p.set_defaults(run=_run)
+
+
+def _progress_table(state: dict, submitted: int, total: int, elapsed: float) -> Table:
+    counts: dict[str, int] = {}
+    for job in state["jobs"].values():
+        counts[job["status"]] = counts.get(job["status"], 0) + 1
+    gpus_total = sum(n["total"]["gpu"] for n in state["nodes"].values()) or 1.0
+    gpus_used = gpus_total - sum(n["free"]["gpu"] for n in state["nodes"].values())
+    bars = Progress(
+        TextColumn("{task.description:>12}"),
+        BarColumn(bar_width=40),
+        TextColumn("{task.completed:g}/{task.total:g}"),
+    )
+    bars.add_task("submitted", total=total, completed=submitted)
+    bars.add_task("completed", total=total, completed=counts.get("completed", 0))
+    bars.add_task("GPUs in use", total=gpus_total, completed=round(gpus_used, 2))
+    table = Table.grid(padding=(0, 2))
+    table.add_row(bars)
+    table.add_row(
+        f"[bold]{elapsed:5.1f}s[/]  pending {counts.get('pending', 0)}  running {counts.get('running', 0)}  "
+        f"preempted {counts.get('preempted', 0)}  completed {counts.get('completed', 0)}"
+    )
+    return table
+
+
+async def _drive(endpoints, scenario, console: Console, timeout: float) -> dict:
+    nodes, queues, jobs = plan(scenario)
+    client = await Client.connect(endpoints)
+    conn = await connect(endpoints.pg_dsn, endpoints.prefix)
+    try:
+        await client.register_nodes(nodes, tag="demo")
+        answers = await client.apply_queues(topological(queues))
+        bad = [f"{n}: {a.error}" for n, a in answers.items() if isinstance(a, QueueRejected)]
+        if bad:
+            raise RuntimeError("queues rejected: " + "; ".join(bad))
+        start = time.time()
+        arrivals = sorted(zip((j["spec"]["submitted_at"] for j in jobs), range(len(jobs)), strict=True))
+        submitted = 0
+        state = await status(conn)
+        with Live(_progress_table(state, 0, len(jobs), 0.0), console=console, refresh_per_second=4) as live:
+            while time.time() - start < timeout:
+                elapsed = time.time() - start
+                while submitted < len(arrivals) and arrivals[submitted][0] <= elapsed:
+                    job = dict(jobs[arrivals[submitted][1]])
+                    job["spec"] = {**job["spec"], "submitted_at": 0.0}
+                    await client.submit([job], submitted_at=time.time())
+                    submitted += 1
+                state = await status(conn)
+                live.update(_progress_table(state, submitted, len(jobs), elapsed))
+                done = sum(1 for j in state["jobs"].values() if j["status"] == "completed")
+                if submitted == len(jobs) and done == len(jobs):
+                    break
+                await asyncio.sleep(0.25)
+        return state
+    finally:
+        await conn.close()
+        await client.close()
+
+
+def _run(args: argparse.Namespace) -> int:
+    console = Console()
+    settings = Settings.from_env()
+    scenario = parse_scenario(demo_scenario(nodes=args.nodes, jobs=args.jobs))
+    console.print(
+        f"[bold]muster demo[/]: {args.nodes} nodes x 8 GPUs, {args.jobs} jobs, home {settings.home}"
+    )
+    with running_system(settings) as system:
+        console.print(f"  nats {system.endpoints.nats_url}   postgres {system.endpoints.pg_dsn}")
+        started = time.time()
+        state = asyncio.run(_drive(system.endpoints, scenario, console, args.timeout))
+        elapsed = time.time() - started
+        dead = system.check()
+    render(state, console)
+    counts: dict[str, int] = {}
+    for job in state["jobs"].values():
+        counts[job["status"]] = counts.get(job["status"], 0) + 1
+    console.print(
+        f"[bold]summary[/]: {len(state['jobs'])} jobs in {elapsed:.1f}s — "
+        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    )
+    if dead:
+        console.print(
+            f"[red]services that exited during the demo: {', '.join(dead)}[/] (logs in {settings.home / 'logs'})"
+        )
+        return 1
+    return 0 if counts.get("completed", 0) == len(state["jobs"]) else 1

@@ -1,0 +1,118 @@
+"""``muster group FILE [--json]``: what the podgrouper makes of a manifest, without a bus."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from muster.events import PodGroupCreated
+from services.podgrouper.errors import ManifestError
+from services.podgrouper.group import group_manifests
+
+
+def register(sub: Any) -> None:
+    """Add the ``group`` subcommand to an argparse subparsers object."""
+    parser = sub.add_parser(
+        "group",
+        help="show the pod groups the podgrouper makes of a manifest",
+        description="Group a Kubernetes-style manifest (several documents separated by --- belong "
+        "together) the way the podgrouper does, without a running system.",
+    )
+    parser.add_argument("file", metavar="FILE", help="YAML or JSON manifest")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.set_defaults(run=_run)
+
+
+def _number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def group_json(event: PodGroupCreated) -> dict[str, Any]:
+    """One group in cli.md's ``muster group --json`` shape."""
+    return {
+        "name": event.name,
+        "kind": event.kind,
+        "queue": event.queue,
+        "priority_class": event.priority_class,
+        "priority": event.priority,
+        "preemptible": event.preemptible,
+        "min_available": event.min_available,
+        "pods_total": sum(p.count for p in event.pods),
+        "subgroups": [{"name": s.name, "min_available": s.min_available} for s in event.subgroups],
+        "pods": [
+            {
+                "role": p.role,
+                "count": p.count,
+                "resources": {
+                    "gpu": _number(p.resources.gpu),
+                    "cpu": _number(p.resources.cpu / 1000),
+                    "memory": p.resources.memory,
+                },
+            }
+            for p in event.pods
+        ],
+    }
+
+
+def _resources_text(pod: Any) -> str:
+    r = pod.resources
+    parts = []
+    if r.gpu:
+        parts.append(f"gpu {_number(r.gpu)}")
+    if r.gpu_memory:
+        parts.append(f"gpu-memory {r.gpu_memory / 2**20:g}Mi")
+    parts.append(f"cpu {_number(r.cpu / 1000)}")
+    parts.append(f"memory {r.memory / 2**30:.3g}Gi" if r.memory else "memory 0")
+    parts += [f"{k} {v}" for k, v in sorted(r.extended.items())]
+    return ", ".join(parts)
+
+
+def _text(events: list[PodGroupCreated]) -> str:
+    lines = []
+    for e in events:
+        preempt = "preemptible" if e.preemptible else "non-preemptible"
+        total = sum(p.count for p in e.pods)
+        lines.append(f"{e.name}  ({e.kind})")
+        lines.append(
+            f"  queue {e.queue}, pool {e.pool}, priority {e.priority_class} ({e.priority}), {preempt}"
+        )
+        lines.append(f"  gang: {e.min_available} of {total} pods")
+        for s in e.subgroups:
+            lines.append(f"  sub-group {s.name}: min {s.min_available}")
+        for p in e.pods:
+            extra = f" [{p.subgroup}]" if p.subgroup else ""
+            selector = f" on {p.node_selector}" if p.node_selector else ""
+            lines.append(f"  {p.count} x {p.role}{extra}: {_resources_text(p)}{selector}")
+        if e.topology is not None:
+            lines.append(f"  topology: required={e.topology.required} preferred={e.topology.preferred}")
+    return "\n".join(lines)
+
+
+def _load(path: str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc is not None]
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        docs = _load(args.file)
+    except OSError as exc:
+        print(f"{args.file}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except yaml.YAMLError as exc:
+        print(f"{args.file}: not valid YAML: {exc}", file=sys.stderr)
+        return 2
+    try:
+        events = group_manifests(docs)
+    except ManifestError as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"groups": [group_json(e) for e in events]}, indent=2))
+    else:
+        print(_text(events))
+    return 0

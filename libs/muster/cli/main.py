@@ -1,0 +1,52 @@
+"""``muster``: the one entry point (see spec/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from muster.cli.common import CliError
+
+# Each module adds its subparser with register(subparsers) and set_defaults(run=fn).
+COMMANDS = (
+    "muster.cli.up_cmd",
+    "muster.cli.demo_cmd",
+    "muster.cli.submit_cmd",
+    "muster.cli.apply_cmd",
+    "muster.cli.queues_cmd",
+    "muster.cli.status_cmd",
+    "muster.cli.group_cmd",
+    "muster.cli.simulate_cmd",
+    "muster.cli.bench_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="muster",
+        description="An event-sourced GPU cluster scheduler: fair-share queues, gangs, GPU sharing, replayable decisions.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except CliError as exc:
+        print(f"muster {args.command}: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Reading manifest and scenario files for the CLI, with errors that name the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from muster.cli.common import fail
+
+
+def read_documents(path: str) -> list[Any]:
+    """Every document of a YAML (``---``-separated) or JSON file; exits 2 naming the file on bad input."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        fail(f"{path}: {exc.strerror or exc}")
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        fail(f"{path}: not valid YAML: {exc}")
+    if not docs:
+        fail(f"{path}: the file holds no document")
+    return docs
+
+
+def read_manifests(path: str) -> list[dict[str, Any]]:
+    """Every document of a manifest file, each a mapping; exits 2 naming the file on bad input."""
+    docs = read_documents(path)
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            fail(f"{path}: document {i}: expected a mapping, got {type(doc).__name__}")
+    return docs

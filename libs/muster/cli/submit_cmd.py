@@ -1,0 +1,62 @@
+"""``muster submit -f FILE``: a framework manifest into the running system."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from muster.cli.common import fail, print_json, running_endpoints
+from muster.cli.manifests import read_manifests
+from muster.sdk import Client, workload_uid
+from services.podgrouper.errors import ManifestError
+from services.podgrouper.group import group_manifests
+from services.podgrouper.handlers import group_submission  # noqa: F401  (installs the muster kind)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "submit",
+        help="emit a workload (any supported framework manifest) as WorkloadSubmitted",
+        description="Checks the manifest the way the podgrouper will, then publishes it. "
+        "Nothing is published when the manifest is bad.",
+    )
+    p.add_argument(
+        "-f", "--file", required=True, help="manifest file (YAML, several documents separated by ---)"
+    )
+    p.add_argument("--queue", help="submit to this queue, whatever the manifest says")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    docs = read_manifests(args.file)
+    try:
+        groups = group_manifests(docs, queue_override=args.queue)
+    except ManifestError as exc:
+        fail(f"{args.file}: {exc}")
+    endpoints = running_endpoints()
+
+    async def send() -> str:
+        client = await Client.connect(endpoints)
+        try:
+            return await client.submit(docs, queue=args.queue, uid=workload_uid(docs))
+        finally:
+            await client.close()
+
+    uid = asyncio.run(send())
+    if args.json:
+        print_json(
+            {
+                "uid": uid,
+                "groups": [
+                    {"name": g.name, "queue": g.queue, "pods": sum(p.count for p in g.pods)} for g in groups
+                ],
+            }
+        )
+    else:
+        for g in groups:
+            print(
+                f"submitted {g.name}: {sum(p.count for p in g.pods)} pods to queue {g.queue} (min {g.min_available})"
+            )
+        print(f"workload {uid}")
+    return 0

@@ -1,0 +1,34 @@
+"""``muster up``: servers (embedded unless configured) and every service, until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+
+from muster.runtime.settings import Settings
+from muster.runtime.system import running_system, wait_until_interrupted
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "up",
+        help="start NATS, Postgres and every service until Ctrl-C",
+        description="Starts NATS JetStream and Postgres (embedded under MUSTER_HOME unless MUSTER_NATS_URL / "
+        "MUSTER_PG_DSN point at running ones) and every muster service, until Ctrl-C.",
+    )
+    p.add_argument("--trace-console", action="store_true", help="print every service's spans to its log")
+    p.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    env = {"MUSTER_TRACE_CONSOLE": "1"} if args.trace_console else {}
+    with running_system(settings, service_env=env) as system:
+        ep = system.endpoints
+        print(f"muster is up (home {settings.home})")
+        print(f"  nats      {ep.nats_url}")
+        print(f"  postgres  {ep.pg_dsn}")
+        print(f"  services  {', '.join(system.processes)}  (logs in {settings.home / 'logs'})")
+        print("Ctrl-C to stop.")
+        wait_until_interrupted(system)
+    print("muster stopped.")
+    return 0

@@ -1,0 +1,134 @@
+"""Emit to a running muster system from Python: workloads, queues, nodes.
+
+    async with await Client.connect() as client:       # finds the system like the CLI does
+        uid = await client.submit(manifests)            # any supported framework manifest(s)
+
+Other languages publish the same JSON (``schemas/WorkloadSubmitted.json``,
+wrapped in ``schemas/Envelope.json``) to ``<prefix>.workloads`` with a
+``Nats-Msg-Id`` header; see README.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from muster.bus import NatsBus, chunk_events
+from muster.events import (
+    DeleteQueue,
+    Event,
+    NodeRegistered,
+    NodeSpec,
+    QueueRejected,
+    QueueSpec,
+    QueueUpserted,
+    UpsertQueue,
+    WorkloadSubmitted,
+)
+from muster.runtime.settings import Endpoints, Settings
+
+
+def workload_uid(manifests: Sequence[dict[str, Any]]) -> str:
+    """A stable id for a submission: the same manifests give the same id, so a retry is harmless."""
+    digest = hashlib.sha256(msgspec.json.encode(list(manifests), order="sorted")).hexdigest()[:16]
+    first = manifests[0] if manifests else {}
+    meta = first.get("metadata") if isinstance(first, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    kind = first.get("kind") if isinstance(first, dict) else None
+    return f"{kind or 'workload'}/{name or 'unnamed'}/{digest}"
+
+
+class Client:
+    def __init__(self, bus: NatsBus, endpoints: Endpoints):
+        self.bus = bus
+        self.endpoints = endpoints
+        self.subjects = endpoints.subjects
+
+    @classmethod
+    async def connect(cls, endpoints: Endpoints | None = None) -> Client:
+        """Connect to the system given, or the one the environment / MUSTER_HOME names."""
+        endpoints = endpoints or Settings.from_env().endpoints()
+        bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="muster-client")
+        return cls(bus, endpoints)
+
+    async def close(self) -> None:
+        await self.bus.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def submit(
+        self,
+        manifests: Sequence[dict[str, Any]],
+        *,
+        queue: str | None = None,
+        submitted_at: float | None = None,
+        uid: str | None = None,
+    ) -> str:
+        """Publish a workload for the podgrouper; returns its uid."""
+        uid = uid or workload_uid(manifests)
+        event = WorkloadSubmitted(
+            uid=uid,
+            manifests=list(manifests),
+            submitted_at=time.time() if submitted_at is None else submitted_at,
+            queue=queue,
+        )
+        await self.bus.publish(self.subjects.workloads, [event], msg_id=f"submit:{uid}")
+        return uid
+
+    async def register_nodes(self, nodes: Sequence[NodeSpec], *, tag: str = "") -> None:
+        """Add nodes to the fleet (the sim backend's, or any node source)."""
+        by_pool: dict[str, list[Event]] = {}
+        for node in nodes:
+            by_pool.setdefault(node.pool, []).append(NodeRegistered(node=node))
+        for pool, events in sorted(by_pool.items()):
+            for i, chunk in enumerate(chunk_events(events)):
+                await self.bus.publish(self.subjects.nodes(pool), chunk, msg_id=f"nodes:{pool}:{tag}:{i}")
+
+    async def apply_queues(
+        self, queues: Sequence[QueueSpec], *, wait: float = 15.0
+    ) -> dict[str, QueueUpserted | QueueRejected]:
+        """Ask the queue-controller to create or update queues; wait for its answer to each."""
+        requests = [UpsertQueue(queue=q) for q in queues]
+        tag = hashlib.sha256(msgspec.json.encode(requests)).hexdigest()[:16]
+        start = await self.bus.last_seq() + 1
+        await self.bus.publish(
+            self.subjects.queue_requests, requests, msg_id=f"queues:{tag}:{time.time_ns()}"
+        )
+        return await self._answers({q.name for q in queues}, start, wait)
+
+    async def delete_queue(self, name: str, *, wait: float = 15.0) -> Event | None:
+        start = await self.bus.last_seq() + 1
+        await self.bus.publish(
+            self.subjects.queue_requests, [DeleteQueue(name=name)], msg_id=f"delete:{name}:{time.time_ns()}"
+        )
+        return (await self._answers({name}, start, wait)).get(name)
+
+    async def _answers(self, names: set[str], start: int, wait: float) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and len(answers) < len(names):
+            async for delivery in self.bus.read([self.subjects.queues], start_seq=start):
+                start = delivery.seq + 1
+                for event in delivery.events:
+                    name = (
+                        event.queue.name if isinstance(event, QueueUpserted) else getattr(event, "name", None)
+                    )
+                    if name in names:
+                        answers[name] = event
+            if len(answers) < len(names):
+                await asyncio.sleep(0.05)
+        missing = sorted(names - set(answers))
+        if missing:
+            raise TimeoutError(
+                f"no answer from the queue-controller for {', '.join(missing)} within {wait:g}s"
+            )
+        return answers

@@ -1,0 +1,37 @@
+"""The binder with the ``sim`` backend: a simulated GPU fleet that confirms decisions.
+
+Its state is a fold of the log (nodes, pod groups, decisions and its own
+confirmations), rebuilt at start, so a restart neither loses a decision nor
+confirms one twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from muster.service import ServiceContext, rebuild_then_consume
+
+from services.binder.handlers import BinderHandlers
+from services.binder.sim import SimFleet
+
+TICK_SECONDS = 0.2  # how often run time is checked for completions
+
+
+async def run(ctx: ServiceContext) -> None:
+    s = ctx.subjects
+    handlers = BinderHandlers(ctx.bus, s, SimFleet(), clock=time.time)
+    subjects = [s.nodes("*"), s.podgroups, s.decisions("*"), s.pods("*")]
+    consumer = asyncio.create_task(
+        rebuild_then_consume(ctx, "binder", subjects, handlers.handle, on_rebuilt=handlers.rebuilt)
+    )
+    try:
+        while not ctx.stop.is_set():
+            await asyncio.sleep(TICK_SECONDS)
+            if consumer.done():
+                break
+            if handlers.live:
+                await handlers.tick()
+    finally:
+        ctx.stop.set()
+        await consumer

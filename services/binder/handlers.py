@@ -1,0 +1,55 @@
+"""The binder's handlers: fold deliveries into the fleet, publish what it confirms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from muster.bus import Bus, Delivery
+from muster.events import Event
+from muster.subjects import Subjects
+
+from services.binder.sim import SimFleet
+
+
+class BinderHandlers:
+    def __init__(self, bus: Bus, subjects: Subjects, fleet: SimFleet, clock: Callable[[], float]):
+        self.bus = bus
+        self.subjects = subjects
+        self.fleet = fleet
+        self.clock = clock
+        self.applied_seq = 0
+        self.published = 0
+        self.live = False
+
+    async def handle(self, deliveries: list[Delivery], live: bool) -> None:
+        for delivery in deliveries:
+            for event in delivery.events:
+                self.fleet.apply(event)
+            self.applied_seq = delivery.seq
+        if live:
+            context = deliveries[-1].context
+            await self._publish(self.fleet.step(self.clock()), context)
+
+    async def rebuilt(self) -> None:
+        """History is folded in: confirm what it left outstanding, then go live."""
+        self.live = True
+        await self.tick()
+
+    async def tick(self) -> None:
+        """Confirm what time alone makes due (completions of pods with a duration)."""
+        await self._publish(self.fleet.step(self.clock()), None)
+
+    async def _publish(self, confirmations: list[Event], context) -> None:
+        by_pool: dict[str, list[Event]] = {}
+        for event in confirmations:
+            by_pool.setdefault(getattr(event, "pool", "default"), []).append(event)
+        for pool, events in sorted(by_pool.items()):
+            self.published += 1
+            # The fleet is rebuilt from the log, so after a restart it never re-confirms
+            # what it published: an id from its position in the log is enough.
+            await self.bus.publish(
+                self.subjects.pods(pool),
+                events,
+                msg_id=f"binder:{self.applied_seq}:{self.published}",
+                context=context,
+            )

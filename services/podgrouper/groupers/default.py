@@ -1,0 +1,71 @@
+"""The default rule: one pod group for everything the top owner creates.
+
+Two uses. Kinds KAI sends to its default grouper on purpose (ReplicaSet,
+StatefulSet, PaddleJob, SparkApplication) get KAI's answer: one group, min 1.
+A kind muster does not know at all is grouped as cli.md promises: one group
+holding the pod templates found anywhere under ``spec``, **all of them
+required**, and ``kind`` says ``"<Kind> (default rule)"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.podgrouper.fields import join
+from services.podgrouper.model import Context, Draft, Meta, PodTemplate, pod_template
+
+# Keys that hold a pod template rather than naming a role.
+_STRUCTURAL = {"spec", "template", "templates", "podSpec", "podTemplate", "jobTemplate"}
+_COUNT_KEYS = ("replicas", "parallelism", "instances")
+
+
+def _count(node: dict[str, Any]) -> int:
+    for key in _COUNT_KEYS:
+        value = node.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return max(value, 0)
+    return 1
+
+
+def find_pod_templates(value: Any, path: str, *, role: str = "pod", multiplier: int = 1) -> list[PodTemplate]:
+    """Every pod template under ``value``, each counted by the replica-like
+    fields (``replicas``, ``parallelism``, ``instances``) on the way down."""
+    found: list[PodTemplate] = []
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            name = item.get("name") if isinstance(item, dict) else None
+            found += find_pod_templates(
+                item, join(path, i), role=str(name) if name else role, multiplier=multiplier
+            )
+        return found
+    if not isinstance(value, dict):
+        return found
+    spec = value.get("spec")
+    if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
+        return [pod_template(value, path, role=role, count=multiplier)]
+    if isinstance(value.get("containers"), list):
+        return [pod_template(value, path, role=role, count=multiplier, spec_key=None)]
+    multiplier *= _count(value)
+    for key, child in value.items():
+        child_role = role if key in _STRUCTURAL else str(key).lower()
+        found += find_pod_templates(child, join(path, str(key)), role=child_role, multiplier=multiplier)
+    return found
+
+
+def shared_group(meta: Meta, kind: str, pods: list[PodTemplate], *, min_available: int = 1) -> list[Draft]:
+    """KAI's default grouper: one group named after the owner, min 1 unless told."""
+    pods = [t for t in pods if t.pod.count > 0]
+    if not pods:
+        return []
+    return [
+        Draft(
+            name=meta.name, kind=kind, top=meta, owners=(meta,), pods=tuple(pods), min_available=min_available
+        )
+    ]
+
+
+def group_unknown(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """A kind no plugin knows: its pods, all required (cli.md)."""
+    pods = find_pod_templates(obj.get("spec"), join(path, "spec"))
+    total = sum(t.pod.count for t in pods)
+    return shared_group(meta, f"{meta.kind} (default rule)", pods, min_available=total)

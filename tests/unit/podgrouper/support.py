@@ -1,0 +1,48 @@
+"""Helpers for the podgrouper tests: the upstream manifests and a one-call grouping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from muster.events import PodGroupCreated
+
+from services.podgrouper.group import group_manifests
+
+MANIFESTS = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "manifests"
+GI = 2**30
+MI = 2**20
+
+
+def manifest_docs(relative: str) -> list[dict[str, Any]]:
+    """Every document of one upstream manifest file (skipping the test if shared/ is absent)."""
+    path = MANIFESTS / relative
+    if not MANIFESTS.is_dir():
+        pytest.skip(
+            f"upstream manifests not found at {MANIFESTS.resolve()} (shared/ must sit beside the repo)"
+        )
+    with path.open(encoding="utf-8") as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc is not None]
+
+
+def group_file(relative: str, **kwargs: Any) -> list[PodGroupCreated]:
+    return group_manifests(manifest_docs(relative), **kwargs)
+
+
+def group_yaml(text: str, **kwargs: Any) -> list[PodGroupCreated]:
+    return group_manifests([d for d in yaml.safe_load_all(text) if d is not None], **kwargs)
+
+
+def only(groups: list[PodGroupCreated]) -> PodGroupCreated:
+    assert len(groups) == 1, [g.name for g in groups]
+    return groups[0]
+
+
+def pods_by_role(group: PodGroupCreated) -> dict[str, Any]:
+    return {p.role: p for p in group.pods}
+
+
+def total_pods(group: PodGroupCreated) -> int:
+    return sum(p.count for p in group.pods)

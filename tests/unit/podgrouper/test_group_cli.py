@@ -1,0 +1,83 @@
+"""``muster group FILE [--json]``, run in-process through its register/_run pair."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from muster.cli import group_cmd
+
+from .support import MANIFESTS, manifest_docs
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="muster")
+    group_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+def test_json_output_has_the_cli_md_shape(capsys):
+    manifest_docs("pytorchjob/kai__pytorch-job.yaml")  # skips when shared/ is absent
+    assert run(["group", str(MANIFESTS / "pytorchjob/kai__pytorch-job.yaml"), "--json"]) == 0
+    [group] = json.loads(capsys.readouterr().out)["groups"]
+    assert set(group) == {
+        "name",
+        "kind",
+        "queue",
+        "priority_class",
+        "priority",
+        "preemptible",
+        "min_available",
+        "pods_total",
+        "subgroups",
+        "pods",
+    }
+    assert (group["kind"], group["min_available"], group["pods_total"]) == ("PyTorchJob", 3, 3)
+    assert group["subgroups"] == [
+        {"name": "master", "min_available": 1},
+        {"name": "worker", "min_available": 2},
+    ]
+    assert group["pods"][1] == {"role": "worker", "count": 2, "resources": {"gpu": 1, "cpu": 0, "memory": 0}}
+
+
+def test_json_cpu_is_in_cores(tmp_path, capsys):
+    path = tmp_path / "pod.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: 250m, memory: 1Gi}}}]}"
+    )
+    assert run(["group", str(path), "--json"]) == 0
+    resources = json.loads(capsys.readouterr().out)["groups"][0]["pods"][0]["resources"]
+    assert resources == {"gpu": 0, "cpu": 0.25, "memory": 2**30}
+
+
+def test_text_output_reads_as_a_summary(tmp_path, capsys):
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {containers: [{name: c}]}}}"
+    )
+    assert run(["group", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "j  (Job)" in out and "gang: 1 of 1 pods" in out
+
+
+def test_a_bad_manifest_exits_2_naming_file_and_field(tmp_path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: -1, template: {spec: {containers: [{name: c}]}}}"
+    )
+    assert run(["group", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and str(path) in captured.err and "spec.replicas" in captured.err
+
+
+def test_a_missing_file_exits_2(tmp_path, capsys):
+    assert run(["group", str(tmp_path / "absent.yaml")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_invalid_yaml_exits_2(tmp_path, capsys):
+    path = tmp_path / "broken.yaml"
+    path.write_text("kind: [unclosed")
+    assert run(["group", str(path)]) == 2
+    assert "not valid YAML" in capsys.readouterr().err

@@ -1,0 +1,433 @@
+"""Grouping rules per kind, on small manifests written for the rule at hand."""
+
+from __future__ import annotations
+
+import pytest
+from muster.events import SubGroup
+
+from services.podgrouper.errors import ManifestError
+
+from .support import group_yaml, only, pods_by_role, total_pods
+
+POD_SPEC = "spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}"
+
+
+def test_bare_replicaset_shares_one_group_of_min_one():
+    group = only(
+        group_yaml(f"""
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {{name: rs}}
+spec: {{replicas: 4, template: {{{POD_SPEC}}}}}
+""")
+    )
+    assert (group.kind, group.min_available, total_pods(group), group.priority_class) == (
+        "ReplicaSet",
+        1,
+        4,
+        "train",
+    )
+
+
+def test_unknown_kind_requires_all_its_pods_and_says_default_rule():
+    group = only(
+        group_yaml(f"""
+apiVersion: example.com/v1
+kind: Trainer
+metadata: {{name: t}}
+spec:
+  roles:
+    - name: coordinator
+      template: {{{POD_SPEC}}}
+    - name: shard
+      replicas: 3
+      template: {{{POD_SPEC}}}
+""")
+    )
+    assert group.kind == "Trainer (default rule)"
+    assert [(p.role, p.count) for p in group.pods] == [("coordinator", 1), ("shard", 3)]
+    assert group.min_available == 4
+
+
+def test_job_runs_no_more_pods_than_completions():
+    groups = group_yaml(f"""
+apiVersion: batch/v1
+kind: Job
+metadata: {{name: j}}
+spec: {{parallelism: 5, completions: 2, template: {{{POD_SPEC}}}}}
+""")
+    assert [g.name for g in groups] == ["j-0", "j-1"]
+
+
+def test_single_pod_job_group_is_named_after_the_job():
+    assert (
+        only(
+            group_yaml(
+                f"apiVersion: batch/v1\nkind: Job\nmetadata: {{name: one}}\nspec: {{template: {{{POD_SPEC}}}}}"
+            )
+        ).name
+        == "one"
+    )
+
+
+def test_cronjob_reads_queue_from_its_job_template_not_itself():
+    group = only(
+        group_yaml(f"""
+apiVersion: batch/v1
+kind: CronJob
+metadata: {{name: c, labels: {{kai.scheduler/queue: ignored}}}}
+spec:
+  schedule: "* * * * *"
+  jobTemplate:
+    metadata: {{labels: {{kai.scheduler/queue: nightly}}}}
+    spec: {{template: {{{POD_SPEC}}}}}
+""")
+    )
+    assert group.queue == "nightly"
+
+
+def test_deployment_priority_label_overrides_inference():
+    groups = group_yaml(f"""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: d, labels: {{priorityClassName: train}}}}
+spec: {{replicas: 1, template: {{{POD_SPEC}}}}}
+""")
+    assert (only(groups).priority_class, only(groups).preemptible) == ("train", True)
+
+
+def test_mpijob_waiting_for_workers_leaves_the_launcher_out_of_the_gang():
+    group = only(
+        group_yaml(f"""
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {{name: m}}
+spec:
+  launcherCreationPolicy: WaitForWorkersReady
+  mpiReplicaSpecs:
+    Launcher: {{replicas: 1, template: {{{POD_SPEC}}}}}
+    Worker: {{replicas: 4, template: {{{POD_SPEC}}}}}
+""")
+    )
+    assert (group.min_available, total_pods(group)) == (4, 5)
+
+
+def test_mpijob_without_a_worker_spec_is_rejected():
+    with pytest.raises(ManifestError) as err:
+        group_yaml(f"""
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {{name: m}}
+spec: {{mpiReplicaSpecs: {{Launcher: {{replicas: 1, template: {{{POD_SPEC}}}}}}}}}
+""")
+    assert err.value.path == "spec.mpiReplicaSpecs.Worker"
+
+
+def test_pytorch_scheduling_policy_beats_elastic_min_replicas():
+    group = only(
+        group_yaml(f"""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: p}}
+spec:
+  elasticPolicy: {{minReplicas: 2}}
+  runPolicy: {{schedulingPolicy: {{minAvailable: 3}}}}
+  pytorchReplicaSpecs:
+    Master: {{replicas: 1, template: {{{POD_SPEC}}}}}
+    Worker: {{replicas: 4, template: {{{POD_SPEC}}}}}
+""")
+    )
+    assert group.min_available == 3
+    assert group.subgroups == [
+        SubGroup(name="master", min_available=1),
+        SubGroup(name="worker", min_available=2),
+    ]
+
+
+def test_pytorch_segment_size_splits_workers_into_segments():
+    group = only(
+        group_yaml("""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: p}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 5
+      template:
+        metadata: {annotations: {kai.scheduler/segment-size: "2"}}
+        spec: {containers: [{name: c}]}
+""")
+    )
+    assert [(s.name, s.min_available) for s in group.subgroups] == [
+        ("worker", 5),
+        ("worker-0", 2),
+        ("worker-1", 2),
+        ("worker-2", 1),
+    ]
+    assert [(p.subgroup, p.count) for p in group.pods] == [("worker-0", 2), ("worker-1", 2), ("worker-2", 1)]
+
+
+def test_xgboostjob_needs_a_master():
+    with pytest.raises(ManifestError) as err:
+        group_yaml(f"""
+apiVersion: kubeflow.org/v1
+kind: XGBoostJob
+metadata: {{name: x}}
+spec: {{xgbReplicaSpecs: {{Worker: {{replicas: 2, template: {{{POD_SPEC}}}}}}}}}
+""")
+    assert err.value.path == "spec.xgbReplicaSpecs.Master"
+
+
+def test_kubeflow_replicas_default_to_one_as_the_operator_fills_them():
+    group = only(
+        group_yaml(f"""
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {{name: t}}
+spec: {{tfReplicaSpecs: {{Worker: {{template: {{{POD_SPEC}}}}}}}}}
+""")
+    )
+    assert group.min_available == 1
+
+
+RAY = """
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {{name: r, labels: {labels}}}
+spec:
+  headGroupSpec: {{template: {{spec: {{containers: [{{name: h}}]}}}}}}
+  workerGroupSpecs:
+    - {{groupName: a, replicas: {replicas}, minReplicas: {min_replicas}, template: {{spec: {{containers: [{{name: w}}]}}}}}}
+"""
+
+
+def test_ray_min_replicas_zero_counts_the_replicas():
+    group = only(group_yaml(RAY.format(labels="{}", replicas=3, min_replicas=0)))
+    assert group.min_available == 4
+
+
+def test_ray_priority_label_overrides_every_other_rule():
+    group = only(
+        group_yaml(RAY.format(labels="{ray.io/priority-class-name: inference}", replicas=1, min_replicas=1))
+    )
+    assert (group.priority_class, group.priority, group.preemptible) == ("inference", 125, False)
+
+
+def test_ray_min_replicas_above_replicas_is_rejected():
+    with pytest.raises(ManifestError) as err:
+        group_yaml(RAY.format(labels="{}", replicas=1, min_replicas=2))
+    assert err.value.path == "spec.workerGroupSpecs[0].minReplicas"
+
+
+def test_jobset_any_order_makes_one_group_of_the_summed_minimum():
+    group = only(
+        group_yaml("""
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js}
+spec:
+  startupPolicy: {startupPolicyOrder: AnyOrder}
+  replicatedJobs:
+    - {name: a, replicas: 2, template: {spec: {parallelism: 3, completions: 2, template: {spec: {containers: [{name: c}]}}}}}
+    - {name: b, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+""")
+    )
+    assert (group.name, group.min_available) == ("js", 5)  # 2 × min(3, 2) + 1
+
+
+def test_lws_leader_ready_starts_the_gang_at_the_leader():
+    groups = group_yaml("""
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l}
+spec:
+  startupPolicy: LeaderReady
+  leaderWorkerTemplate: {size: 3, workerTemplate: {spec: {containers: [{name: c}]}}}
+""")
+    group = only(groups)
+    assert group.min_available == 1 and group.subgroups == [SubGroup(name="leader", min_available=1)]
+    assert total_pods(group) == 3
+
+
+def test_lws_segments_count_the_leader_in_the_first():
+    group = only(
+        group_yaml("""
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l}
+spec:
+  leaderWorkerTemplate:
+    size: 4
+    subGroupPolicy: {subGroupSize: 2}
+    workerTemplate: {spec: {containers: [{name: c}]}}
+""")
+    )
+    assert [(s.name, s.min_available) for s in group.subgroups] == [
+        ("segment-0", 2),
+        ("leader", 1),
+        ("workers", 1),
+        ("segment-1", 2),
+    ]
+
+
+def test_lws_size_is_required():
+    with pytest.raises(ManifestError) as err:
+        group_yaml("""
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l}
+spec: {leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: c}]}}}}
+""")
+    assert err.value.path == "spec.leaderWorkerTemplate.size"
+
+
+def test_knative_min_scale_zero_is_a_gang_of_zero():
+    group = only(
+        group_yaml("""
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: k}
+spec:
+  template:
+    metadata: {annotations: {autoscaling.knative.dev/min-scale: "0"}}
+    spec: {containers: [{image: x}]}
+""")
+    )
+    assert (group.min_available, total_pods(group)) == (0, 1)
+
+
+def test_knative_min_scale_sets_the_gang_and_pod_count():
+    group = only(
+        group_yaml("""
+apiVersion: serving.knative.dev/v1
+kind: Service
+metadata: {name: k, labels: {kai.scheduler/queue: serving}}
+spec:
+  template:
+    metadata: {name: k-v2, annotations: {autoscaling.knative.dev/min-scale: "3"}}
+    spec: {containers: [{image: x}]}
+""")
+    )
+    assert (group.name, group.min_available, total_pods(group), group.queue) == ("k-v2", 3, 3, "serving")
+
+
+def test_native_spark_driver_and_executors_share_the_selector_group():
+    groups = group_yaml("""
+apiVersion: v1
+kind: Pod
+metadata: {name: driver, labels: {spark-app-name: pi, spark-app-selector: spark-123}}
+spec: {containers: [{name: d, resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: exec-1
+  labels: {spark-app-name: pi, spark-app-selector: spark-123}
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: driver, uid: u}]
+spec: {containers: [{name: e, resources: {requests: {cpu: "2"}}}]}
+""")
+    group = only(groups)
+    assert (group.name, group.min_available) == ("spark-123", 1)
+    assert [p.resources.cpu for p in group.pods] == [1000, 2000]
+
+
+def test_spark_application_executors_and_gpu():
+    group = only(
+        group_yaml("""
+apiVersion: sparkoperator.k8s.io/v1beta2
+kind: SparkApplication
+metadata: {name: s}
+spec:
+  type: Python
+  driver: {cores: 1, memory: 2g}
+  executor: {instances: 4, cores: 2, memory: 4g, gpu: {name: nvidia.com/gpu, quantity: 1}}
+""")
+    )
+    executor = pods_by_role(group)["executor"]
+    assert executor.count == 4 and executor.resources.gpu == 1.0
+    assert executor.resources.memory == (4096 + 1638) * 2**20  # Python: 40% overhead, whole MiB
+
+
+def test_argo_workflow_labels_reach_step_pods_and_owned_jobs():
+    groups = group_yaml("""
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf, labels: {kai.scheduler/queue: pipelines}}
+spec:
+  entrypoint: main
+  templates:
+    - name: main
+      steps:
+        - - {name: fan, template: work, withItems: [1, 2, 3]}
+        - - {name: train, template: launch}
+    - name: work
+      container: {image: busybox}
+    - name: launch
+      resource:
+        action: create
+        setOwnerReference: true
+        manifest: |
+          apiVersion: kubeflow.org/v1
+          kind: PyTorchJob
+          metadata: {name: pt}
+          spec: {pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {containers: [{name: c}]}}}}}
+""")
+    assert [g.name for g in groups] == ["wf-fan-0", "wf-fan-1", "wf-fan-2", "wf-train", "pt"]
+    assert {g.queue for g in groups} == {"pipelines"}
+    assert (groups[-1].kind, groups[-1].min_available) == ("PyTorchJob", 2)
+
+
+def test_argo_step_naming_a_missing_template_is_rejected():
+    with pytest.raises(ManifestError) as err:
+        group_yaml("""
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec: {entrypoint: main, templates: [{name: main, steps: [[{name: a, template: nope}]]}]}
+""")
+    assert err.value.path == "spec.templates[0].steps[0][0].template"
+
+
+def test_grove_scaling_group_replicas_above_min_get_their_own_gangs():
+    groups = group_yaml("""
+apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: g}
+spec:
+  template:
+    priorityClassName: inference
+    cliques:
+      - {name: router, spec: {replicas: 1, podSpec: {containers: [{name: c}]}}}
+      - {name: prefill, spec: {replicas: 2, podSpec: {containers: [{name: c}]}}}
+    podCliqueScalingGroups:
+      - {name: sg, cliqueNames: [prefill], replicas: 2, minAvailable: 1}
+""")
+    assert [(g.name, g.min_available) for g in groups] == [("g-0", 3), ("g-0-sg-0", 2)]
+    assert {g.priority_class for g in groups} == {"inference"}
+
+
+def test_notebook_v1_is_grouped_like_v1beta1():
+    group = only(
+        group_yaml("""
+apiVersion: kubeflow.org/v1
+kind: Notebook
+metadata: {name: nb}
+spec: {template: {spec: {containers: [{name: c}]}}}
+""")
+    )
+    assert (group.kind, group.priority_class) == ("Notebook", "build")
+
+
+def test_trainjob_without_its_runtime_runs_num_nodes_trainer_pods():
+    group = only(
+        group_yaml("""
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tj}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer: {numNodes: 2, resourcesPerNode: {limits: {nvidia.com/gpu: 4}}}
+""")
+    )
+    assert (group.min_available, group.pods[0].count, group.pods[0].resources.gpu) == (2, 2, 4.0)
