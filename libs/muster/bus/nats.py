@@ -113,7 +113,8 @@ class NatsBus:
             durable_name=name,
             ack_policy=api.AckPolicy.EXPLICIT,
             deliver_policy=api.DeliverPolicy.ALL,
-            ack_wait=30,
+            # A killed consumer's unacknowledged messages come back after this long.
+            ack_wait=10,
             max_ack_pending=20_000,
         )
         if len(subjects) == 1:

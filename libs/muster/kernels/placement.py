@@ -1,0 +1,759 @@
+"""Node filtering, scoring and device choice for pods, as KAI's allocate does it.
+
+The cluster is a struct of arrays (``NodeArrays``); a pod is one row of
+``PodArrays``. For each pod, in order, the best feasible node is chosen and
+the pod is applied to the arrays at once, so the next pod of the same gang
+sees it. Score, highest first, ties to the lowest ``rank`` (node name order):
+
+* +1000  binpack only: a fractional pod and a node with a shared device it fits on;
+* +100   the pod fits on idle resources (otherwise it is pipelined onto
+  resources that releasing pods still hold);
+* +10    a cpu-only pod on a cpu-only node;
+* placement: gpu pods on whole free GPUs (idle + releasing devices), cpu-only
+  pods on free cpu: binpack prefers the fewest free, spread the largest free
+  fraction. KAI's 0..9 binpack score is a decreasing function of free, and
+  the other terms are multiples of 10, so comparing the raw keys gives the
+  same order.
+
+Devices: whole-GPU pods take devices nothing holds, idle ones first, lowest
+index first. A fraction (or a gpu-memory request, as memory / device memory)
+goes on one device: binpack = the most used shared device it fits on, idle
+devices last; spread = idle devices first, then the least used.
+
+Used resources include pipelined pods, releasing resources are held by pods
+being evicted: idle = capacity - used - releasing, free = capacity - used.
+
+Whole-GPU pods go through a bucketed index (``GpuIndex``): nodes bucketed by
+free GPUs, each bucket a bitset in rank order, so the best node is the first
+feasible set bit of the best bucket; the result is identical to the scan.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+BINPACK = 0
+SPREAD = 1
+STRATEGIES = {"binpack": BINPACK, "spread": SPREAD}
+
+# pod kinds
+CPU_ONLY = 0
+WHOLE = 1
+FRACTION = 2
+MEMORY = 3
+
+# columns of NodeArrays.ints
+N_GPUS, N_DEV_MEM, N_CPU_CAP, N_CPU_USED, N_CPU_REL, N_MEM_CAP, N_MEM_USED, N_MEM_REL, N_RANK = range(9)
+N_INT_COLS = 9
+# planes of NodeArrays.dev
+D_USED, D_REL, D_FRAC = range(3)
+# planes of NodeArrays.ext
+E_CAP, E_USED, E_REL = range(3)
+# columns of PodArrays.ints
+P_KIND, P_WHOLE, P_GPU_MEM, P_CPU, P_MEM, P_SPEC = range(6)
+P_INT_COLS = 6
+
+EPS = 1e-9
+
+
+class NodeArrays(NamedTuple):
+    """Mutable cluster state, one row per node slot."""
+
+    ints: (
+        np.ndarray
+    )  # int64[N, 9]: gpus, device memory, cpu cap/used/releasing, memory cap/used/releasing, rank
+    dev: np.ndarray  # float64[3, N, G]: share used, share releasing, count of fractional pods
+    ext: np.ndarray  # int64[3, N, E]: extended resources cap/used/releasing
+
+
+class PodArrays(NamedTuple):
+    """Pods to place in order, with the node mask of each pod's spec."""
+
+    ints: np.ndarray  # int64[P, 6]: kind, whole gpus, gpu memory, cpu, memory, spec index into eligible
+    share: np.ndarray  # float64[P]: fraction of one device (FRACTION pods)
+    ext: np.ndarray  # int64[P, E]
+    eligible: np.ndarray  # bool[S, N]: nodes each spec may use (pool, selector, models, schedulable)
+
+
+class Placement(NamedTuple):
+    """Where pods went; the first ``count`` rows are valid."""
+
+    count: int
+    node: np.ndarray  # int64[P]
+    devices: np.ndarray  # int64[P, G], -1 padded
+    share: np.ndarray  # float64[P]: share of devices[0] for shared pods, 0 for whole devices
+    pipelined: np.ndarray  # bool[P]
+
+
+def empty_nodes(n: int, max_gpus: int, n_ext: int = 0) -> NodeArrays:
+    """Zeroed arrays for ``n`` node slots."""
+    return NodeArrays(
+        ints=np.zeros((n, N_INT_COLS), dtype=np.int64),
+        dev=np.zeros((3, n, max_gpus), dtype=np.float64),
+        ext=np.zeros((3, n, n_ext), dtype=np.int64),
+    )
+
+
+def pod_kind(gpu: float, gpu_memory: int) -> int:
+    """CPU_ONLY, WHOLE, FRACTION or MEMORY for a pod's gpu request; raises ValueError if invalid."""
+    if gpu_memory > 0:
+        return MEMORY
+    if gpu <= 0:
+        return CPU_ONLY
+    if gpu < 1:
+        return FRACTION
+    if gpu != int(gpu):
+        raise ValueError(f"gpu: a request above 1 must be a whole number of devices, got {gpu}")
+    return WHOLE
+
+
+def place(
+    nodes: NodeArrays,
+    pods: PodArrays,
+    strategy_gpu: str = "binpack",
+    strategy_cpu: str = "binpack",
+    index: GpuIndex | None = None,
+) -> Placement:
+    """Place ``pods`` one after the other, mutating ``nodes``; stops at the first pod that fits nowhere.
+
+    ``index``, if given, must describe ``nodes`` (see ``GpuIndex``) and is kept up to date.
+    """
+    p = pods.ints.shape[0]
+    if pods.ints.shape[1] != P_INT_COLS:
+        raise ValueError(f"pods.ints: expected {P_INT_COLS} columns, got {pods.ints.shape[1]}")
+    if pods.eligible.shape[1] != nodes.ints.shape[0]:
+        raise ValueError("pods.eligible: one column per node slot expected")
+    if pods.ext.shape[1] != nodes.ext.shape[2]:
+        raise ValueError("pods.ext: one column per extended resource of nodes.ext expected")
+    g = nodes.dev.shape[2]
+    out_node = np.full(p, -1, dtype=np.int64)
+    out_dev = np.full((p, max(g, 1)), -1, dtype=np.int64)
+    out_share = np.zeros(p, dtype=np.float64)
+    out_pipe = np.zeros(p, dtype=np.bool_)
+    sg, sc = STRATEGIES[strategy_gpu], STRATEGIES[strategy_cpu]
+    if index is None:
+        count = _place_all(
+            nodes.ints,
+            nodes.dev,
+            nodes.ext,
+            pods.ints,
+            pods.share,
+            pods.ext,
+            pods.eligible,
+            sg,
+            sc,
+            out_node,
+            out_dev,
+            out_share,
+            out_pipe,
+        )
+    else:
+        count = _place_all_indexed(
+            nodes.ints,
+            nodes.dev,
+            nodes.ext,
+            pods.ints,
+            pods.share,
+            pods.ext,
+            pods.eligible,
+            sg,
+            sc,
+            out_node,
+            out_dev,
+            out_share,
+            out_pipe,
+            index.bits,
+            index.counts,
+            index.bucket_of,
+            index.node_of_rank,
+            index.class_start,
+            index.class_buckets,
+            index.strategy_gpu,
+        )
+    return Placement(int(count), out_node, out_dev, out_share, out_pipe)
+
+
+def unplace(nodes: NodeArrays, pods: PodArrays, placement: Placement, index: GpuIndex | None = None) -> None:
+    """Undo ``placement`` (the rollback of a statement), newest pod first."""
+    bits = index.bits if index is not None else np.zeros((1, 1), dtype=np.uint64)
+    counts = index.counts if index is not None else np.zeros(1, dtype=np.int64)
+    bucket_of = index.bucket_of if index is not None else np.zeros(1, dtype=np.int64)
+    _unplace_all(
+        nodes.ints,
+        nodes.dev,
+        nodes.ext,
+        pods.ints,
+        pods.ext,
+        placement.count,
+        placement.node,
+        placement.devices,
+        placement.share,
+        index is not None,
+        bits,
+        counts,
+        bucket_of,
+        index.strategy_gpu if index is not None else 0,
+    )
+
+
+# -- feasibility and scoring --------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _free_whole(dev, n, gpus):
+    """(idle whole devices, whole devices nothing holds) on node n."""
+    idle = 0
+    free = 0
+    for d in range(gpus):
+        if dev[D_USED, n, d] <= EPS:
+            free += 1
+            if dev[D_REL, n, d] <= EPS:
+                idle += 1
+    return idle, free
+
+
+@njit(cache=True)
+def _pod_share(kind, share, gpu_mem, dev_mem):
+    if kind == FRACTION:
+        return share
+    if dev_mem <= 0:
+        return -1.0
+    return gpu_mem / dev_mem
+
+
+@njit(cache=True)
+def _fits_rest(ints, ext, n, cpu, mem, pext, idle):
+    """cpu, memory and extended resources fit on node n (on idle resources when ``idle``)."""
+    c = ints[n, N_CPU_USED] + cpu
+    m = ints[n, N_MEM_USED] + mem
+    if idle:
+        c += ints[n, N_CPU_REL]
+        m += ints[n, N_MEM_REL]
+    if c > ints[n, N_CPU_CAP] or m > ints[n, N_MEM_CAP]:
+        return False
+    for e in range(pext.shape[0]):
+        if pext[e] == 0:
+            continue
+        u = ext[E_USED, n, e] + pext[e]
+        if idle:
+            u += ext[E_REL, n, e]
+        if u > ext[E_CAP, n, e]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _shared_fit(dev, n, gpus, need, idle):
+    """A shared device (holding fractional pods) on node n that ``need`` more share fits on."""
+    for d in range(gpus):
+        if dev[D_FRAC, n, d] > 0:
+            u = dev[D_USED, n, d] + need
+            if idle:
+                u += dev[D_REL, n, d]
+            if u <= 1.0 + EPS:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _device_fit(dev, n, gpus, need, idle):
+    """Any device (shared or nothing held) that a fraction ``need`` fits on."""
+    for d in range(gpus):
+        u = dev[D_USED, n, d]
+        if idle:
+            u += dev[D_REL, n, d]
+        if (dev[D_FRAC, n, d] > 0 or dev[D_USED, n, d] <= EPS) and u + need <= 1.0 + EPS:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _evaluate(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, sc):
+    """(feasible, tier, key) of a pod on node n: higher tier, then higher key, is better."""
+    gpus = ints[n, N_GPUS]
+    fits_idle = False
+    fits_free = False
+    tier = 0
+    if kind == CPU_ONLY:
+        fits_idle = _fits_rest(ints, ext, n, cpu, mem, pext, True)
+        fits_free = fits_idle or _fits_rest(ints, ext, n, cpu, mem, pext, False)
+        if gpus == 0:
+            tier += 10
+    elif kind == WHOLE:
+        idle_w, free_w = _free_whole(dev, n, gpus)
+        fits_idle = idle_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, True)
+        fits_free = fits_idle or (free_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, False))
+    else:
+        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        if need < 0.0 or need > 1.0 + EPS:
+            return False, 0, 0.0
+        fits_idle = _device_fit(dev, n, gpus, need, True) and _fits_rest(ints, ext, n, cpu, mem, pext, True)
+        fits_free = fits_idle or (
+            _device_fit(dev, n, gpus, need, False) and _fits_rest(ints, ext, n, cpu, mem, pext, False)
+        )
+        if fits_free and sg == BINPACK and _shared_fit(dev, n, gpus, need, False):
+            tier += 1000
+    if not fits_free:
+        return False, 0, 0.0
+    if fits_idle:
+        tier += 100
+    key = 0.0
+    if kind == CPU_ONLY:
+        cap = ints[n, N_CPU_CAP]
+        free = cap - ints[n, N_CPU_USED]
+        if cap > 0:
+            key = -float(free) if sc == BINPACK else free / cap
+    else:
+        _, free_w = _free_whole(dev, n, gpus)
+        if gpus > 0:
+            key = -float(free_w) if sg == BINPACK else free_w / gpus
+    return True, tier, key
+
+
+@njit(cache=True)
+def _best_node(ints, dev, ext, elig, kind, whole, share, gpu_mem, cpu, mem, pext, sg, sc):
+    best = -1
+    best_tier = -1
+    best_key = 0.0
+    best_rank = 0
+    for n in range(ints.shape[0]):
+        if not elig[n]:
+            continue
+        ok, tier, key = _evaluate(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, sc)
+        if not ok:
+            continue
+        rank = ints[n, N_RANK]
+        if (
+            best < 0
+            or tier > best_tier
+            or (tier == best_tier and key > best_key)
+            or (tier == best_tier and key == best_key and rank < best_rank)
+        ):
+            best = n
+            best_tier = tier
+            best_key = key
+            best_rank = rank
+    return best
+
+
+# -- applying a pod to a node -------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _commit(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, out_dev, out_share, i):
+    """Choose devices on node n, apply the pod, record it in row i; returns pipelined."""
+    gpus = ints[n, N_GPUS]
+    idle = _fits_rest(ints, ext, n, cpu, mem, pext, True)
+    if kind == WHOLE:
+        idle_w, _ = _free_whole(dev, n, gpus)
+        idle = idle and idle_w >= whole
+        taken = 0
+        # idle devices first, then releasing ones (pipelined)
+        for pass_ in range(2):
+            for d in range(gpus):
+                if taken == whole:
+                    break
+                if dev[D_USED, n, d] > EPS:
+                    continue
+                releasing = dev[D_REL, n, d] > EPS
+                if (pass_ == 0 and releasing) or (pass_ == 1 and not releasing):
+                    continue
+                dev[D_USED, n, d] = 1.0
+                out_dev[i, taken] = d
+                taken += 1
+        out_share[i] = 0.0
+    elif kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
+        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        best = -1
+        best_score = 0.0
+        best_idle = False
+        for want_idle in (True, False):
+            for d in range(gpus):
+                shared = dev[D_FRAC, n, d] > 0
+                if not shared and dev[D_USED, n, d] > EPS:
+                    continue
+                u = dev[D_USED, n, d]
+                if want_idle:
+                    u += dev[D_REL, n, d]
+                if u + need > 1.0 + EPS:
+                    continue
+                if shared:
+                    used = dev[D_USED, n, d]
+                    score = used if sg == BINPACK else 1.0 - used
+                else:
+                    score = 0.0 if sg == BINPACK else 1.0
+                    if sg == BINPACK:
+                        score = -1.0  # idle devices last under binpack, even after an empty shared one
+                if best < 0 or score > best_score:
+                    best = d
+                    best_score = score
+            if best >= 0:
+                best_idle = want_idle
+                break
+        idle = idle and best_idle
+        dev[D_USED, n, best] += need
+        dev[D_FRAC, n, best] += 1.0
+        out_dev[i, 0] = best
+        out_share[i] = need
+    ints[n, N_CPU_USED] += cpu
+    ints[n, N_MEM_USED] += mem
+    for e in range(pext.shape[0]):
+        ext[E_USED, n, e] += pext[e]
+    return not idle
+
+
+@njit(cache=True)
+def _uncommit(ints, dev, ext, n, kind, cpu, mem, pext, devs, share):
+    if kind == WHOLE:
+        for j in range(devs.shape[0]):
+            d = devs[j]
+            if d < 0:
+                break
+            dev[D_USED, n, d] = 0.0
+    elif kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
+        d = devs[0]
+        dev[D_USED, n, d] -= share
+        if dev[D_USED, n, d] < EPS:
+            dev[D_USED, n, d] = 0.0
+        dev[D_FRAC, n, d] -= 1.0
+    ints[n, N_CPU_USED] -= cpu
+    ints[n, N_MEM_USED] -= mem
+    for e in range(pext.shape[0]):
+        ext[E_USED, n, e] -= pext[e]
+
+
+@njit(cache=True)
+def _place_all(ints, dev, ext, pints, pshare, pext, elig, sg, sc, out_node, out_dev, out_share, out_pipe):
+    for i in range(pints.shape[0]):
+        kind = pints[i, P_KIND]
+        whole = pints[i, P_WHOLE]
+        gpu_mem = pints[i, P_GPU_MEM]
+        cpu = pints[i, P_CPU]
+        mem = pints[i, P_MEM]
+        n = _best_node(
+            ints, dev, ext, elig[pints[i, P_SPEC]], kind, whole, pshare[i], gpu_mem, cpu, mem, pext[i], sg, sc
+        )
+        if n < 0:
+            return i
+        out_node[i] = n
+        out_pipe[i] = _commit(
+            ints, dev, ext, n, kind, whole, pshare[i], gpu_mem, cpu, mem, pext[i], sg, out_dev, out_share, i
+        )
+    return pints.shape[0]
+
+
+@njit(cache=True)
+def _unplace_all(
+    ints, dev, ext, pints, pext, count, out_node, out_dev, out_share, indexed, bits, counts, bucket_of, sg
+):
+    for i in range(count - 1, -1, -1):
+        n = out_node[i]
+        _uncommit(
+            ints,
+            dev,
+            ext,
+            n,
+            pints[i, P_KIND],
+            pints[i, P_CPU],
+            pints[i, P_MEM],
+            pext[i],
+            out_dev[i],
+            out_share[i],
+        )
+        if indexed:
+            _rebucket(ints, dev, n, bits, counts, bucket_of, sg)
+
+
+# -- the bucketed index for whole-GPU pods ------------------------------------------------------
+
+
+class GpuIndex(NamedTuple):
+    """Nodes bucketed by (free whole GPUs, GPU count), each bucket a bitset over ranks.
+
+    Classes group buckets whose placement key is equal (binpack: same free
+    count; spread: same free fraction) and are listed best first.
+    """
+
+    bits: np.ndarray  # uint64[B, W]: bit r set = the node of rank r is in the bucket
+    counts: np.ndarray  # int64[B]: nodes per bucket
+    bucket_of: np.ndarray  # int64[N]: current bucket of each node slot, -1 = not indexed
+    node_of_rank: np.ndarray  # int64[64 W]: node slot of each rank, -1 = none
+    class_start: np.ndarray  # int64[C + 1]
+    class_buckets: np.ndarray  # int64[B]
+    strategy_gpu: int
+
+
+def build_gpu_index(nodes: NodeArrays, in_scope: np.ndarray, strategy_gpu: str = "binpack") -> GpuIndex:
+    """Index the GPU nodes of ``in_scope`` (bool[N]); ranks must be 0..R-1 over those nodes and unique."""
+    sg = STRATEGIES[strategy_gpu]
+    ints = nodes.ints
+    g = nodes.dev.shape[2]
+    slots = np.flatnonzero(in_scope & (ints[:, N_GPUS] > 0))
+    n_ranks = int(ints[slots, N_RANK].max()) + 1 if slots.size else 1
+    words = (n_ranks + 63) // 64
+    n_buckets = (g + 1) * (g + 1)
+    bits = np.zeros((n_buckets, words), dtype=np.uint64)
+    counts = np.zeros(n_buckets, dtype=np.int64)
+    bucket_of = np.full(ints.shape[0], -1, dtype=np.int64)
+    node_of_rank = np.full(words * 64, -1, dtype=np.int64)
+    ranks = ints[slots, N_RANK]
+    if np.unique(ranks).size != ranks.size:
+        raise ValueError("nodes.ints: ranks of indexed nodes must be unique")
+    node_of_rank[ranks] = slots
+    _index_all(ints, nodes.dev, slots.astype(np.int64), bits, counts, bucket_of, sg)
+    # classes: bucket (free, total) ordered by the placement key, equal keys together
+    keys = []
+    for total in range(1, g + 1):
+        for free in range(total + 1):
+            keys.append((-free if sg == BINPACK else free / total, free * (g + 1) + total))
+    keys.sort(key=lambda kv: -kv[0])
+    class_start = [0]
+    class_buckets = []
+    for i, (key, b) in enumerate(keys):
+        if i > 0 and key != keys[i - 1][0]:
+            class_start.append(len(class_buckets))
+        class_buckets.append(b)
+    class_start.append(len(class_buckets))
+    return GpuIndex(
+        bits,
+        counts,
+        bucket_of,
+        node_of_rank,
+        np.array(class_start, dtype=np.int64),
+        np.array(class_buckets, dtype=np.int64),
+        sg,
+    )
+
+
+@njit(cache=True)
+def _index_all(ints, dev, slots, bits, counts, bucket_of, sg):
+    for i in range(slots.shape[0]):
+        n = slots[i]
+        bucket_of[n] = 0
+        counts[0] += 1
+        rank = ints[n, N_RANK]
+        bits[0, rank >> 6] |= np.uint64(1) << np.uint64(rank & 63)
+        _rebucket(ints, dev, n, bits, counts, bucket_of, sg)
+
+
+@njit(cache=True)
+def _rebucket(ints, dev, n, bits, counts, bucket_of, sg):
+    old = bucket_of[n]
+    if old < 0:
+        return
+    gpus = ints[n, N_GPUS]
+    _, free = _free_whole(dev, n, gpus)
+    g1 = dev.shape[2] + 1
+    new = free * g1 + gpus
+    rank = ints[n, N_RANK]
+    w = rank >> 6
+    bit = np.uint64(1) << np.uint64(rank & 63)
+    bits[old, w] &= ~bit
+    bits[new, w] |= bit
+    counts[old] -= 1
+    counts[new] += 1
+    bucket_of[n] = new
+
+
+@njit(cache=True)
+def _first_fit_in_bucket(bits, b, node_of, ints, dev, ext, elig, whole, cpu, mem, pext, idle, below_rank):
+    """Lowest-rank node of bucket b, rank < below_rank, where the pod fits."""
+    words = bits.shape[1]
+    for w in range(words):
+        word = bits[b, w]
+        while word != 0:
+            low = word & (~word + np.uint64(1))
+            r = w * 64 + _bit_index(low)
+            if r >= below_rank:
+                return -1
+            word ^= low
+            n = node_of[r]
+            if not elig[n]:
+                continue
+            idle_w, free_w = _free_whole(dev, n, ints[n, N_GPUS])
+            if idle:
+                if idle_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, True):
+                    return n
+            elif free_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, False):
+                return n
+    return -1
+
+
+@njit(cache=True)
+def _bit_index(x):
+    i = 0
+    while x > np.uint64(1):
+        x >>= np.uint64(1)
+        i += 1
+    return i
+
+
+@njit(cache=True)
+def _best_whole_indexed(
+    ints, dev, ext, elig, whole, cpu, mem, pext, bits, counts, node_of, class_start, class_buckets
+):
+    g1 = dev.shape[2] + 1
+    big = 1 << 62
+    for idle in (True, False):
+        for c in range(class_start.shape[0] - 1):
+            best = -1
+            best_rank = big
+            for j in range(class_start[c], class_start[c + 1]):
+                b = class_buckets[j]
+                if b // g1 < whole or counts[b] == 0:
+                    continue
+                n = _first_fit_in_bucket(
+                    bits, b, node_of, ints, dev, ext, elig, whole, cpu, mem, pext, idle, best_rank
+                )
+                if n >= 0:
+                    best = n
+                    best_rank = ints[n, N_RANK]
+            if best >= 0:
+                return best
+    return -1
+
+
+@njit(cache=True)
+def _place_all_indexed(
+    ints,
+    dev,
+    ext,
+    pints,
+    pshare,
+    pext,
+    elig,
+    sg,
+    sc,
+    out_node,
+    out_dev,
+    out_share,
+    out_pipe,
+    bits,
+    counts,
+    bucket_of,
+    node_of,
+    class_start,
+    class_buckets,
+    isg,
+):
+    for i in range(pints.shape[0]):
+        kind = pints[i, P_KIND]
+        whole = pints[i, P_WHOLE]
+        gpu_mem = pints[i, P_GPU_MEM]
+        cpu = pints[i, P_CPU]
+        mem = pints[i, P_MEM]
+        if kind == WHOLE:
+            n = _best_whole_indexed(
+                ints,
+                dev,
+                ext,
+                elig[pints[i, P_SPEC]],
+                whole,
+                cpu,
+                mem,
+                pext[i],
+                bits,
+                counts,
+                node_of,
+                class_start,
+                class_buckets,
+            )
+        else:
+            n = _best_node(
+                ints,
+                dev,
+                ext,
+                elig[pints[i, P_SPEC]],
+                kind,
+                whole,
+                pshare[i],
+                gpu_mem,
+                cpu,
+                mem,
+                pext[i],
+                sg,
+                sc,
+            )
+        if n < 0:
+            return i
+        out_node[i] = n
+        out_pipe[i] = _commit(
+            ints, dev, ext, n, kind, whole, pshare[i], gpu_mem, cpu, mem, pext[i], sg, out_dev, out_share, i
+        )
+        _rebucket(ints, dev, n, bits, counts, bucket_of, isg)
+    return pints.shape[0]
+
+
+# -- how many copies of a pod each node has room for (pending reasons) ---------------------------
+
+
+def room(nodes: NodeArrays, pods: PodArrays, row: int, limit: int) -> np.ndarray:
+    """Per node slot, how many copies of pod ``row`` fit on free (idle + releasing) resources, up to ``limit``."""
+    elig = pods.eligible[pods.ints[row, P_SPEC]]
+    return _room(
+        nodes.ints,
+        nodes.dev,
+        nodes.ext,
+        pods.ints[row],
+        float(pods.share[row]),
+        pods.ext[row],
+        elig,
+        int(limit),
+    )
+
+
+@njit(cache=True)
+def _room(ints, dev, ext, prow, share, pext, elig, limit):
+    out = np.zeros(ints.shape[0], dtype=np.int64)
+    g = dev.shape[2]
+    od = np.full((1, max(g, 1)), -1, dtype=np.int64)
+    osh = np.zeros(1)
+    for n in range(ints.shape[0]):
+        if not elig[n]:
+            continue
+        i1 = ints[n : n + 1].copy()
+        d1 = dev[:, n : n + 1].copy()
+        e1 = ext[:, n : n + 1].copy()
+        c = 0
+        while c < limit:
+            ok, _, _ = _evaluate(
+                i1,
+                d1,
+                e1,
+                0,
+                prow[P_KIND],
+                prow[P_WHOLE],
+                share,
+                prow[P_GPU_MEM],
+                prow[P_CPU],
+                prow[P_MEM],
+                pext,
+                BINPACK,
+                BINPACK,
+            )
+            if not ok:
+                break
+            od[0, :] = -1
+            _commit(
+                i1,
+                d1,
+                e1,
+                0,
+                prow[P_KIND],
+                prow[P_WHOLE],
+                share,
+                prow[P_GPU_MEM],
+                prow[P_CPU],
+                prow[P_MEM],
+                pext,
+                BINPACK,
+                od,
+                osh,
+                0,
+            )
+            c += 1
+        out[n] = c
+    return out

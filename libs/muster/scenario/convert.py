@@ -1,0 +1,292 @@
+"""Scenario model -> muster events, in base units.
+
+Scenario files speak in user units (cpu in cores, memory with suffixes);
+events speak in base units (millicores, bytes, devices). Every parser here
+takes the field path so that a bad value is reported where it was written.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from muster import events as ev
+from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, parse_quantity, whole_count
+from muster.scenario import model as m
+from muster.scenario.errors import ScenarioError, from_data, join
+
+if TYPE_CHECKING:
+    from services.allocator.config import AllocatorConfig
+
+_MEMORY_KINDS = ("memory", "gpu_memory")
+
+
+def _parse(parser: Any, value: object, path: str) -> Any:
+    try:
+        return parser(value)
+    except QuantityError as exc:
+        raise ScenarioError(path, str(exc)) from None
+
+
+def _resources(raw: dict[str, m.Quantity], path: str, gpu_parser: Any) -> ev.Resources:
+    gpu, gpu_memory, cpu, memory = 0.0, 0, 0, 0
+    extended: dict[str, int] = {}
+    for key in sorted(raw):
+        value, where = raw[key], join(path, key)
+        if key == "gpu":
+            gpu = _parse(gpu_parser, value, where)
+        elif key == "gpu_memory":
+            gpu_memory = _parse(byte_count, value, where)
+        elif key == "cpu":
+            cpu = _parse(cpu_millis, value, where)
+        elif key == "memory":
+            memory = _parse(byte_count, value, where)
+        else:
+            extended[key] = _parse(whole_count, value, where)
+    return ev.Resources(gpu=gpu, gpu_memory=gpu_memory, cpu=cpu, memory=memory, extended=extended)
+
+
+def pod_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
+    """A pod's request: ``gpu`` a fraction below 1 or whole devices, or
+    ``gpu_memory`` of one shared device (not both)."""
+    res = _resources(raw, path, gpu_devices)
+    if res.gpu and res.gpu_memory:
+        raise ScenarioError(join(path, "gpu_memory"), "a pod asks for either gpu or gpu_memory, not both")
+    return res
+
+
+def node_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
+    """A node's capacity: whole GPU devices, ``gpu_memory`` per device."""
+    return _resources(raw, path, lambda value: float(whole_count(value)))
+
+
+def _queue_amount(resource: str, value: m.Quantity, path: str) -> float:
+    """A quota or limit in base units; -1 stays -1 (unlimited / none)."""
+    try:
+        if parse_quantity(value) == Decimal(-1):
+            return -1.0
+    except QuantityError as exc:
+        raise ScenarioError(path, str(exc)) from None
+    if resource == "gpu":
+        amount = _parse(parse_quantity, value, path)
+        if amount < 0:
+            raise ScenarioError(path, f"must be -1 or not negative, got {value!r}")
+        return float(amount)
+    if resource == "cpu":
+        return float(_parse(cpu_millis, value, path))
+    if resource in _MEMORY_KINDS:
+        return float(_parse(byte_count, value, path))
+    return float(_parse(whole_count, value, path))
+
+
+def queue_resources(raw: dict[str, m.QueueResource], path: str = "resources") -> dict[str, ev.QueueResource]:
+    """Per-resource quota, weight and limit with the format's defaults
+    (gpu: quota 0; anything else: quota -1; weight 1; limit -1)."""
+    out: dict[str, ev.QueueResource] = {}
+    for resource in sorted(set(raw) | {"gpu"}):
+        spec = raw.get(resource, m.QueueResource())
+        where = join(path, resource)
+        quota = -1.0 if resource != "gpu" else 0.0
+        if spec.quota is not None:
+            quota = _queue_amount(resource, spec.quota, join(where, "quota"))
+        limit = -1.0 if spec.limit is None else _queue_amount(resource, spec.limit, join(where, "limit"))
+        weight = 1.0 if spec.over_quota_weight is None else spec.over_quota_weight
+        if weight < 0:
+            raise ScenarioError(join(where, "over_quota_weight"), f"must not be negative, got {weight!r}")
+        out[resource] = ev.QueueResource(quota=quota, over_quota_weight=float(weight), limit=limit)
+    return out
+
+
+def queue_spec(queue: m.Queue, order: int, path: str = "queue") -> ev.QueueSpec:
+    """One queue as the events carry it; ``order`` is its place in the file."""
+    min_runtime = None
+    if queue.min_runtime is not None:
+        for key in ("preempt", "reclaim"):
+            value = getattr(queue.min_runtime, key)
+            if value is not None and value < 0:
+                raise ScenarioError(join(join(path, "min_runtime"), key), "must not be negative")
+        min_runtime = ev.MinRuntime(preempt=queue.min_runtime.preempt, reclaim=queue.min_runtime.reclaim)
+    if not queue.name:
+        raise ScenarioError(join(path, "name"), "must not be empty")
+    if queue.parent == queue.name:
+        raise ScenarioError(join(path, "parent"), f"queue {queue.name!r} cannot be its own parent")
+    return ev.QueueSpec(
+        name=queue.name,
+        parent=queue.parent,
+        priority=queue.priority,
+        resources=queue_resources(queue.resources, join(path, "resources")),
+        min_runtime=min_runtime,
+        order=order,
+    )
+
+
+def expected_amount(resource: str, value: m.Quantity, path: str) -> float:
+    """A number in ``expect`` in simulate's output units: gpu devices, cpu
+    cores, memory bytes."""
+    if resource in _MEMORY_KINDS:
+        return float(_parse(byte_count, value, path))
+    return float(_parse(parse_quantity, value, path))
+
+
+def job_pods(job: m.Job, path: str = "job") -> list[ev.PodSpec]:
+    """The job's pod specs in base units, checked."""
+    if not job.pods:
+        raise ScenarioError(join(path, "pods"), "a job needs at least one pod")
+    specs = []
+    for i, pod in enumerate(job.pods):
+        where = join(join(path, "pods"), i)
+        if pod.count < 1:
+            raise ScenarioError(join(where, "count"), f"must be at least 1, got {pod.count}")
+        specs.append(
+            ev.PodSpec(
+                role=pod.role,
+                count=pod.count,
+                resources=pod_resources(pod.resources, join(where, "resources")),
+                node_selector=dict(pod.node_selector),
+                gpu_models=list(pod.gpu_models),
+            )
+        )
+    return specs
+
+
+def expand(pods: list[ev.PodSpec]) -> list[ev.PodSpec]:
+    """One entry per pod, in pod-index order (each spec repeated ``count`` times)."""
+    return [spec for spec in pods for _ in range(spec.count)]
+
+
+def job_to_podgroup(
+    job: m.Job | dict[str, Any], *, path: str = "job", kind: str = "Job"
+) -> ev.PodGroupCreated:
+    """One scenario job (a model or the raw mapping from a file) as the gang
+    the allocator schedules. Raises ``ScenarioError`` naming the bad field."""
+    if not isinstance(job, m.Job):
+        job = from_data(job, m.Job, path)
+    if not job.name:
+        raise ScenarioError(join(path, "name"), "must not be empty")
+    pods = job_pods(job, path)
+    total = sum(spec.count for spec in pods)
+    min_available = total if job.min_available is None else job.min_available
+    if not 1 <= min_available <= total:
+        raise ScenarioError(join(path, "min_available"), f"must be between 1 and the job's {total} pods")
+    if job.priority is not None:
+        priority = job.priority
+    elif job.priority_class is not None:
+        priority = m.PRIORITY_CLASSES[job.priority_class]
+    else:
+        priority = m.DEFAULT_PRIORITY
+    priority_class = job.priority_class if job.priority_class or job.priority is not None else "train"
+    preemptible = priority < 100 if job.preemptible is None else job.preemptible
+    if job.duration is not None and job.duration < 0:
+        raise ScenarioError(join(path, "duration"), "must not be negative")
+    if job.min_runtime is not None and job.min_runtime < 0:
+        raise ScenarioError(join(path, "min_runtime"), "must not be negative")
+    topology = None
+    if job.topology is not None:
+        if not job.topology.required and not job.topology.preferred:
+            raise ScenarioError(join(path, "topology"), "give a required or a preferred label")
+        topology = ev.Topology(required=job.topology.required, preferred=job.topology.preferred)
+    return ev.PodGroupCreated(
+        name=job.name,
+        queue=job.queue,
+        kind=kind,
+        pool=job.pool,
+        priority_class=priority_class,
+        priority=priority,
+        preemptible=preemptible,
+        min_available=min_available,
+        submitted_at=job.submitted_at,
+        pods=pods,
+        topology=topology,
+        min_runtime=job.min_runtime,
+        duration=job.duration,
+    )
+
+
+def node_spec(node: m.Node, path: str = "node") -> ev.NodeSpec:
+    if not node.name:
+        raise ScenarioError(join(path, "name"), "must not be empty")
+    return ev.NodeSpec(
+        name=node.name,
+        pool=node.pool,
+        labels=dict(node.labels),
+        resources=node_resources(node.resources, join(path, "resources")),
+        gpu_model=node.gpu_model,
+        unschedulable=node.unschedulable,
+    )
+
+
+def gpu_share(request: ev.Resources, node: ev.NodeSpec) -> float:
+    """The fraction of one device a shared-device pod holds on ``node``; 0 for whole devices."""
+    if 0 < request.gpu < 1:
+        return request.gpu
+    if request.gpu_memory and node.resources.gpu_memory:
+        return min(1.0, request.gpu_memory / node.resources.gpu_memory)
+    return 0.0
+
+
+def running_events(job: m.Job, group: ev.PodGroupCreated, nodes: dict[str, ev.NodeSpec]) -> list[ev.Event]:
+    """BindRequested + PodBound for each pod the file says is already running."""
+    pods = expand(group.pods)
+    out: list[ev.Event] = []
+    for index, entry in enumerate(job.running):
+        node = nodes[entry.node]
+        share = gpu_share(pods[index].resources, node)
+        out.append(
+            ev.BindRequested(
+                job=job.name,
+                pod=index,
+                node=entry.node,
+                gpus=list(entry.gpus),
+                gpu_share=share,
+                pool=node.pool,
+            )
+        )
+        out.append(
+            ev.PodBound(
+                job=job.name,
+                pod=index,
+                node=entry.node,
+                gpus=list(entry.gpus),
+                gpu_share=share,
+                pool=node.pool,
+                at=job.started_at,
+            )
+        )
+    return out
+
+
+def scenario_events(scenario: m.Scenario) -> list[ev.Event]:
+    """The scenario as the ordered events a live system would see: nodes,
+    queues (in file order), pod groups, then the binds of running pods."""
+    nodes = {n.name: node_spec(n, join("nodes", i)) for i, n in enumerate(scenario.nodes)}
+    out: list[ev.Event] = [ev.NodeRegistered(node=spec) for spec in nodes.values()]
+    out += [
+        ev.QueueUpserted(queue=queue_spec(q, i, join("queues", i))) for i, q in enumerate(scenario.queues)
+    ]
+    groups = [job_to_podgroup(job, path=join("jobs", i)) for i, job in enumerate(scenario.jobs)]
+    out += groups
+    for job, group in zip(scenario.jobs, groups, strict=True):
+        out += running_events(job, group, nodes)
+    return out
+
+
+def allocator_config(scenario: m.Scenario) -> AllocatorConfig:
+    """The allocator's configuration for this scenario. Under gpu spread
+    placement consolidation is dropped, as the spec requires."""
+    from services.allocator.config import AllocatorConfig, FairnessConfig
+
+    cfg = scenario.config
+    actions = tuple(a for a in cfg.actions if not (a == "consolidate" and cfg.placement.gpu == "spread"))
+    fairness = None
+    if cfg.fairness is not None:
+        fairness = FairnessConfig(
+            usage_window=cfg.fairness.usage_window, half_life=cfg.fairness.half_life, k=cfg.fairness.k
+        )
+    return AllocatorConfig(
+        placement_gpu=cfg.placement.gpu,
+        placement_cpu=cfg.placement.cpu,
+        actions=actions,
+        reclaimer_utilization_multiplier=cfg.reclaimer_utilization_multiplier,
+        stale_gang_grace=cfg.stale_gang_grace,
+        fairness=fairness,
+    )

@@ -1,0 +1,132 @@
+"""The scenario file format (spec/scenario-format.md, v1) as msgspec Structs.
+
+These types mirror the file one to one and reject unknown keys. Quantities
+stay as written (``"16Gi"``, ``"500m"``, ``4``): ``load`` checks them with
+the field path, ``convert`` turns them into base units for the events.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Quantity = int | float | str
+Placement = Literal["binpack", "spread"]
+ActionName = Literal["allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction"]
+PriorityClass = Literal["train", "build-preemptible", "build", "inference"]
+
+ALL_ACTIONS: tuple[str, ...] = ("allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction")
+PRIORITY_CLASSES: dict[str, int] = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
+DEFAULT_PRIORITY = PRIORITY_CLASSES["train"]
+"""A job naming neither priority nor class is a training job, as in KAI."""
+
+
+class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class PlacementConfig(_Strict):
+    gpu: Placement = "binpack"
+    cpu: Placement = "binpack"
+
+
+class FairnessConfig(_Strict):
+    usage_window: float = 604800.0
+    half_life: float = 86400.0
+    k: float = 1.0
+
+
+class Config(_Strict):
+    placement: PlacementConfig = PlacementConfig()
+    actions: list[ActionName] = msgspec.field(default_factory=lambda: list(ALL_ACTIONS))
+    reclaimer_utilization_multiplier: float = 1.0
+    max_cycles: int = 100
+    time_step: float = 1.0
+    stale_gang_grace: float = 60.0
+    fairness: FairnessConfig | None = None
+
+
+class Node(_Strict):
+    name: str
+    pool: str = "default"
+    labels: dict[str, str] = {}
+    resources: dict[str, Quantity] = {}
+    gpu_model: str | None = None
+    unschedulable: bool = False
+
+
+class QueueResource(_Strict):
+    """``None`` means the default for that resource (see ``convert``)."""
+
+    quota: Quantity | None = None
+    over_quota_weight: float | None = None
+    limit: Quantity | None = None
+
+
+class MinRuntime(_Strict):
+    preempt: float | None = None
+    reclaim: float | None = None
+
+
+class Queue(_Strict):
+    name: str
+    parent: str | None = None
+    priority: int = 100
+    resources: dict[str, QueueResource] = {}
+    min_runtime: MinRuntime | None = None
+
+
+class Topology(_Strict):
+    required: str | None = None
+    preferred: str | None = None
+
+
+class Pod(_Strict):
+    count: int = 1
+    resources: dict[str, Quantity] = {}
+    node_selector: dict[str, str] = {}
+    gpu_models: list[str] = []
+    role: str = "worker"
+
+
+class Running(_Strict):
+    node: str
+    gpus: list[int] = []
+
+
+class Job(_Strict):
+    name: str
+    queue: str
+    pool: str = "default"
+    priority_class: PriorityClass | None = None
+    priority: int | None = None
+    preemptible: bool | None = None
+    min_available: int | None = None
+    submitted_at: float = 0.0
+    duration: float | None = None
+    min_runtime: float | None = None
+    topology: Topology | None = None
+    pods: list[Pod] = []
+    running: list[Running] = []
+    started_at: float = 0.0
+
+
+class Expect(_Strict):
+    running: list[str] | None = None
+    pending: list[str] | None = None
+    preempted: list[str] | None = None
+    completed: list[str] | None = None
+    placements: dict[str, list[str]] = {}
+    fair_share: dict[str, dict[str, Quantity]] = {}
+    allocated: dict[str, dict[str, Quantity]] = {}
+
+
+class Scenario(_Strict):
+    name: str
+    description: str = ""
+    config: Config = Config()
+    nodes: list[Node] = []
+    queues: list[Queue] = []
+    jobs: list[Job] = []
+    expect: Expect | None = None

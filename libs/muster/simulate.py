@@ -1,0 +1,211 @@
+"""Run a scenario through the real allocator, in one process.
+
+One code path: the scenario becomes events on an in-process append-only log;
+the live allocator (``services.allocator.engine.Allocator``) and the
+simulated fleet (``services.binder.sim.SimFleet``) read every event of that
+log, including their own. Each cycle:
+
+1. the fleet confirms what is due at this clock (pods whose ``duration`` ran out);
+2. the allocator decides (``cycle(clock, watermark=last sequence)``); its
+   binds and evictions, then its ``CycleCompleted``, go onto the log;
+3. the fleet confirms the decisions (evictions release at once, pipelined
+   binds land after them) and the confirmations go onto the log;
+4. the clock advances by ``time_step``.
+
+The run stops after a cycle that changed nothing while no job waits for
+time to pass, or after ``max_cycles``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from muster import events as ev
+from muster.scenario import model as m
+from muster.scenario.convert import allocator_config, scenario_events
+from services.binder.sim import SimFleet
+
+# -- the result, in the shape spec/scenario-format.md prints -----------------
+
+
+class PodPlacement(msgspec.Struct, frozen=True, kw_only=True):
+    node: str
+    gpus: list[int]
+
+
+class JobResult(msgspec.Struct, frozen=True, kw_only=True):
+    status: str
+    """running | pending | preempted | completed"""
+    pods: list[PodPlacement]
+    reason: str | None
+
+
+class Eviction(msgspec.Struct, frozen=True, kw_only=True):
+    job: str
+    cycle: int
+    action: str
+    for_job: str | None = msgspec.field(default=None, name="for")
+
+
+class QueueResult(msgspec.Struct, frozen=True, kw_only=True):
+    fair_share: dict[str, float]
+    allocated: dict[str, float]
+
+
+class SimulationResult(msgspec.Struct, frozen=True, kw_only=True):
+    scenario: str
+    cycles: int
+    time: float
+    jobs: dict[str, JobResult]
+    evictions: list[Eviction]
+    queues: dict[str, QueueResult]
+
+
+def to_json(result: SimulationResult | list[SimulationResult]) -> bytes:
+    """The ``--json`` document, indented."""
+    return msgspec.json.format(msgspec.json.encode(result), indent=2)
+
+
+# -- the log ------------------------------------------------------------------
+
+
+@dataclass
+class EventLog:
+    """The in-process bus: an append-only list addressed by sequence (from 1)."""
+
+    events: list[ev.Event] = field(default_factory=list)
+
+    @property
+    def last_seq(self) -> int:
+        return len(self.events)
+
+    def append(self, event: ev.Event) -> int:
+        self.events.append(event)
+        return len(self.events)
+
+
+@dataclass
+class _JobHistory:
+    """What the confirmations say about each job, for its final status."""
+
+    evicted: set[str] = field(default_factory=set)
+    completed: set[str] = field(default_factory=set)
+
+    def apply(self, event: ev.Event) -> None:
+        if isinstance(event, ev.PodEvicted):
+            self.evicted.add(event.job)
+        elif isinstance(event, ev.PodCompleted):
+            self.completed.add(event.job)
+
+
+class Simulation:
+    """One simulation: the log and everyone reading it. ``run()`` drives it;
+    afterwards ``log`` holds every event in order (a replayable history)."""
+
+    def __init__(self, scenario: m.Scenario) -> None:
+        from services.allocator.engine import Allocator
+
+        self.scenario = scenario
+        self.log = EventLog()
+        self.allocator = Allocator(allocator_config(scenario))
+        self.fleet = SimFleet()
+        self.history = _JobHistory()
+        self.evictions: list[Eviction] = []
+        self.reasons: dict[str, str] = {}
+        """The last cycle's reason for each pending job."""
+
+    def publish(self, events: list[ev.Event]) -> int:
+        """Append ``events`` to the log and hand each to every reader; returns how many."""
+        for event in events:
+            self.log.append(event)
+            self.allocator.apply(event)
+            self.fleet.apply(event)
+            self.history.apply(event)
+        return len(events)
+
+    def run(self) -> SimulationResult:
+        """Cycle until a cycle changes nothing while nothing waits for time,
+        or ``max_cycles`` pass; what happened."""
+        self.publish(scenario_events(self.scenario))
+        clock, cycles = 0.0, 0
+        step = self.scenario.config.time_step
+        for n in range(1, self.scenario.config.max_cycles + 1):
+            cycles = n
+            changed = self.cycle(n, clock)
+            settled = not changed and not self.waiting_for_time(clock)
+            clock += step
+            if settled:
+                break
+        return self.result(cycles, clock)
+
+    def cycle(self, n: int, clock: float) -> bool:
+        """One cycle at ``clock``; whether it changed anything."""
+        changed = self.publish(self.fleet.step(clock))
+        out = self.allocator.cycle(clock, cycle=n, epoch=0, watermark=self.log.last_seq)
+        decisions = list(out.decisions)
+        self._record_evictions(decisions, n)
+        changed += self.publish(decisions)
+        self.publish([out.completed])
+        self.reasons = dict(out.reasons)
+        changed += self.publish(self.fleet.step(clock))
+        return changed > 0
+
+    def _record_evictions(self, decisions: list[ev.Event], n: int) -> None:
+        seen = {(e.job, e.action, e.for_job) for e in self.evictions if e.cycle == n}
+        for d in decisions:
+            if isinstance(d, ev.EvictionRequested) and (d.job, d.action, d.for_job) not in seen:
+                seen.add((d.job, d.action, d.for_job))
+                self.evictions.append(Eviction(job=d.job, cycle=n, action=d.action, for_job=d.for_job))
+
+    def waiting_for_time(self, clock: float) -> bool:
+        return self.fleet.waiting_for_time() or bool(self.allocator.waiting_for_time(clock))
+
+    def result(self, cycles: int, clock: float) -> SimulationResult:
+        snapshot = self.allocator.snapshot()
+        pods: dict[str, list[PodPlacement]] = {}
+        for pod in self.fleet.bound():
+            pods.setdefault(pod.job, []).append(PodPlacement(node=pod.node, gpus=list(pod.gpus)))
+        jobs = {}
+        for job in self.scenario.jobs:
+            placed = pods.get(job.name, [])
+            status = self._status(job.name, placed)
+            reason = None
+            if status != "running" and status != "completed":
+                view = snapshot.jobs.get(job.name)
+                reason = (view.reason if view else None) or self.reasons.get(job.name)
+            jobs[job.name] = JobResult(status=status, pods=placed, reason=reason)
+        queues = {}
+        for queue in self.scenario.queues:
+            info = snapshot.queues.get(queue.name)
+            queues[queue.name] = QueueResult(
+                fair_share=_amounts(info.fair_share if info else {}),
+                allocated=_amounts(info.allocated if info else {}),
+            )
+        return SimulationResult(
+            scenario=self.scenario.name,
+            cycles=cycles,
+            time=clock,
+            jobs=jobs,
+            evictions=list(self.evictions),
+            queues=queues,
+        )
+
+    def _status(self, job: str, placed: list[PodPlacement]) -> str:
+        if placed:
+            return "running"
+        if job in self.history.completed:
+            return "completed"
+        if job in self.history.evicted:
+            return "preempted"
+        return "pending"
+
+
+def _amounts(values: dict[str, float]) -> dict[str, float]:
+    return {str(k): float(v) for k, v in values.items()}
+
+
+def simulate(scenario: m.Scenario) -> SimulationResult:
+    """Run ``scenario`` until it settles or ``max_cycles`` pass; what happened."""
+    return Simulation(scenario).run()

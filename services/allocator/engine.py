@@ -1,0 +1,166 @@
+"""The allocator as a pure engine: ``apply`` events, run a ``cycle``, read a ``snapshot``.
+
+State is a function of the events applied so far, including the
+allocator's own decisions read back from the log; a cycle reads the state
+and returns decisions without changing it. Replaying the same log with the
+same config therefore gives the same decisions.
+"""
+
+from __future__ import annotations
+
+from muster import events as ev
+from muster.kernels import placement as pl
+
+from .actions import actions_for
+from .config import AllocatorConfig
+from .session import RESOURCES, QueueTable, Session
+from .state import ALLOCATED, ClusterState
+from .views import ClusterSnapshot, CycleOutcome, JobView, NodeView, PodPlacement, QueueView
+
+__all__ = ["Allocator", "ClusterSnapshot", "CycleOutcome", "JobView", "NodeView", "PodPlacement", "QueueView"]
+
+
+class Allocator:
+    """KAI's scheduling cycle over the pools it serves (``pools=None``: every pool)."""
+
+    def __init__(self, config: AllocatorConfig, pools: frozenset[str] | None = None) -> None:
+        self.config = config
+        self.pools = pools
+        self.state = ClusterState(pools)
+        self.pool_label = "default" if not pools else ",".join(sorted(pools))
+        self._digest = config.digest()
+        self._actions = actions_for(config)
+        self._clock_free = not any(a.clock_dependent for a in self._actions)
+        self._table: QueueTable | None = None
+        self._table_version = -1
+        self._idle: tuple[int, list[ev.QueueStatus], dict[str, str]] | None = None
+        self._last_reasons: dict[str, str] = {}
+
+    def apply(self, event: ev.Event) -> None:
+        """Evolve the state from one event; unknown or foreign events change nothing; idempotent."""
+        self.state.apply(event)
+
+    def _queue_table(self) -> QueueTable:
+        if self._table is None or self._table_version != self.state.queue_version:
+            self._table = QueueTable.build(self.state.queues)
+            self._table_version = self.state.queue_version
+        return self._table
+
+    def _session(self, clock: float, cycle: int = 0, epoch: int = 0) -> Session:
+        return Session(self.state, self.config, self._queue_table(), clock, cycle, epoch, self.pool_label)
+
+    def cycle(self, clock: float, *, cycle: int, epoch: int = 0, watermark: int = 0) -> CycleOutcome:
+        """One scheduling cycle at ``clock`` over the state as applied so far."""
+        state = self.state
+        if self._idle is not None and self._idle[0] == state.version and self._clock_free:
+            # nothing changed since a cycle that decided nothing: it would decide nothing again
+            _, statuses, reasons = self._idle
+            decisions: list[ev.BindRequested | ev.EvictionRequested] = []
+        else:
+            session = self._session(clock, cycle, epoch)
+            for action in self._actions:
+                action.run(session)
+            decisions = session.decisions
+            placed = session.placed
+            reasons = {
+                name: why
+                for name, why in sorted(session.reasons.items())
+                if name in state.jobs
+                and state.jobs[name].status in ("pending", "preempted")
+                and name not in placed
+            }
+            statuses = self._queue_status(session)
+            self._idle = (state.version, statuses, reasons) if not decisions else None
+        self._last_reasons = reasons
+        changed = {name: why for name, why in reasons.items() if state.prev_reasons.get(name) != why}
+        for name in state.prev_reasons:
+            if name not in reasons:
+                changed[name] = ""
+        completed = ev.CycleCompleted(
+            pool=self.pool_label,
+            cycle=cycle,
+            epoch=epoch,
+            watermark=watermark,
+            clock=clock,
+            binds=sum(1 for d in decisions if isinstance(d, ev.BindRequested)),
+            evictions=sum(1 for d in decisions if isinstance(d, ev.EvictionRequested)),
+            pending=dict(sorted(changed.items())),
+            config_digest=self._digest,
+        )
+        return CycleOutcome(
+            decisions=list(decisions), completed=completed, queue_status=list(statuses), reasons=dict(reasons)
+        )
+
+    @staticmethod
+    def _queue_status(s: Session) -> list[ev.QueueStatus]:
+        out = []
+        for i, name in enumerate(s.table.names):
+            out.append(
+                ev.QueueStatus(
+                    name=name,
+                    fair_share={r: float(s.fair[i, k]) for k, r in enumerate(RESOURCES)},
+                    allocated={r: float(s.alloc[i][k]) for k, r in enumerate(RESOURCES)},
+                    requested={r: float(s.request[i, k]) for k, r in enumerate(RESOURCES)},
+                )
+            )
+        return out
+
+    def snapshot(self) -> ClusterSnapshot:
+        """Jobs, queues and nodes now. Queue and node figures are in user units: gpu devices, cpu CORES,
+        memory bytes."""
+        state = self.state
+        jobs = {}
+        for name in sorted(state.jobs):
+            job = state.jobs[name]
+            status = job.status
+            pods = [
+                PodPlacement(node=state.slot_names[job.node[i]] or "", gpus=list(job.gpus[i]))
+                for i in range(len(job.pods))
+                if job.state[i] in ALLOCATED and job.node[i] >= 0
+            ]
+            reason = None
+            if status in ("pending", "preempted"):
+                reason = self._last_reasons.get(name, state.prev_reasons.get(name))
+            jobs[name] = JobView(status=status, pods=pods, reason=reason, queue=job.queue)
+        s = self._session(0.0)
+        queues = {}
+        for i, name in enumerate(s.table.names):
+            queues[name] = QueueView(
+                fair_share=_user_units(s.fair[i]),
+                allocated=_user_units(s.alloc[i]),
+                requested=_user_units(s.request[i]),
+            )
+        nodes = {}
+        a = state.arrays
+        for name in sorted(state.nodes):
+            node = state.nodes[name]
+            slot = node.slot
+            ints = a.ints[slot]
+            gpus = int(ints[pl.N_GPUS])
+            idle = sum(
+                1
+                for d in range(gpus)
+                if a.dev[pl.D_USED, slot, d] <= pl.EPS and a.dev[pl.D_REL, slot, d] <= pl.EPS
+            )
+            nodes[name] = NodeView(
+                pool=node.spec.pool,
+                free={
+                    "gpu": float(idle),
+                    "cpu": (ints[pl.N_CPU_CAP] - ints[pl.N_CPU_USED] - ints[pl.N_CPU_REL]) / 1000.0,
+                    "memory": float(ints[pl.N_MEM_CAP] - ints[pl.N_MEM_USED] - ints[pl.N_MEM_REL]),
+                },
+                total={
+                    "gpu": float(gpus),
+                    "cpu": ints[pl.N_CPU_CAP] / 1000.0,
+                    "memory": float(ints[pl.N_MEM_CAP]),
+                },
+            )
+        return ClusterSnapshot(jobs=jobs, queues=queues, nodes=nodes)
+
+    def waiting_for_time(self, clock: float) -> bool:
+        """Whether some job waits only for time to pass (min_runtime, stale-gang grace): none yet."""
+        return False
+
+
+def _user_units(row) -> dict[str, float]:
+    return {"gpu": float(row[0]), "cpu": float(row[1]) / 1000.0, "memory": float(row[2])}

@@ -1,0 +1,95 @@
+"""The live allocator around the pure engine: fold events in, run cycles, publish decisions.
+
+The engine's state is a fold of the log, its own decisions included: after
+publishing a cycle's decisions the allocator waits until it has read them
+back before it runs the next cycle, so every cycle is a function of the
+log prefix up to its watermark, and replay can re-derive it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from muster.bus import Bus, Delivery, chunk_events
+from muster.events import CycleCompleted, QueueStatus
+from muster.subjects import Subjects
+
+from services.allocator.engine import Allocator
+
+# Events the allocator itself emits; reading them back changes nothing worth a new cycle.
+_OWN = (CycleCompleted, QueueStatus)
+
+
+class AllocatorHandlers:
+    def __init__(
+        self,
+        bus: Bus,
+        subjects: Subjects,
+        engine: Allocator,
+        clock: Callable[[], float],
+        *,
+        pool: str = "default",
+        epoch: int = 0,
+    ):
+        self.bus = bus
+        self.subjects = subjects
+        self.engine = engine
+        self.clock = clock
+        self.pool = pool
+        self.epoch = epoch
+        self.applied_seq = 0
+        self.awaiting_seq = 0
+        self.last_cycle = 0
+        self.dirty = True
+        self.queue_status: dict[str, QueueStatus] = {}
+        self.cycles_run = 0
+
+    async def handle(self, deliveries: list[Delivery], live: bool) -> None:
+        for delivery in deliveries:
+            for event in delivery.events:
+                self.engine.apply(event)
+                if isinstance(event, CycleCompleted) and event.pool == self.pool:
+                    self.last_cycle = max(self.last_cycle, event.cycle)
+                elif not isinstance(event, _OWN):
+                    self.dirty = True
+            self.applied_seq = delivery.seq
+
+    def ready(self, clock: float) -> bool:
+        """A cycle may run: its own last decisions are read back, and there is news or time to wait on."""
+        if self.applied_seq < self.awaiting_seq:
+            return False
+        return self.dirty or self.engine.waiting_for_time(clock)
+
+    async def maybe_cycle(self) -> bool:
+        clock = self.clock()
+        if not self.ready(clock):
+            return False
+        self.dirty = False
+        cycle = self.last_cycle + 1
+        out = self.engine.cycle(clock, cycle=cycle, epoch=self.epoch, watermark=self.applied_seq)
+        self.cycles_run += 1
+        if out.decisions or out.completed.pending:
+            # An idle cycle that changed nothing is not recorded: the log does not grow with repetition.
+            chunks = chunk_events([*out.decisions, out.completed])
+            for i, chunk in enumerate(chunks):
+                seq = await self.bus.publish(
+                    self.subjects.decisions(self.pool),
+                    chunk,
+                    msg_id=f"allocator:{self.pool}:{self.epoch}:{cycle}:{i}",
+                )
+            self.awaiting_seq = seq
+            self.last_cycle = cycle
+        await self._publish_queue_status(out.queue_status, cycle)
+        return True
+
+    async def _publish_queue_status(self, statuses: list[QueueStatus], cycle: int) -> None:
+        changed = [s for s in statuses if self.queue_status.get(s.name) != s]
+        if not changed:
+            return
+        for s in changed:
+            self.queue_status[s.name] = s
+        await self.bus.publish(
+            self.subjects.queue_status,
+            changed,
+            msg_id=f"queue-status:{self.pool}:{self.epoch}:{cycle}:{self.cycles_run}",
+        )

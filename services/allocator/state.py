@@ -1,0 +1,506 @@
+"""The allocator's cluster state, evolved event by event (``ClusterState.apply``).
+
+Nodes live in arrays (``muster.kernels.placement.NodeArrays``) that events
+update in place, so a cycle copies them instead of rebuilding a snapshot.
+Jobs and their pods are small Python objects; per-queue sums of allocated
+and requested resources are kept up to date on every pod transition.
+
+Pod states and what they hold::
+
+    PENDING    nothing; counts as request
+    BINDING    node resources; counts as allocated (BindRequested seen)
+    PIPELINED  node resources (placed on releasing ones); counts as neither
+    BOUND      node resources; counts as allocated (PodBound seen)
+    RELEASING  node resources, marked releasing; counts as neither (EvictionRequested)
+    COMPLETED  nothing
+
+Every transition is guarded by the current state, so a redelivered event
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from muster import events as ev
+from muster.kernels import placement as pl
+
+PENDING, BINDING, PIPELINED, BOUND, RELEASING, COMPLETED = range(6)
+STATE_NAMES = ("pending", "binding", "pipelined", "bound", "releasing", "completed")
+HOLDING = (BINDING, PIPELINED, BOUND)
+ALLOCATED = (BINDING, BOUND)
+ACTIVE = (BINDING, PIPELINED, BOUND)
+
+# columns of a queue's running sums
+A_GPU, A_CPU, A_MEM, NP_GPU, NP_CPU, NP_MEM, R_GPU, R_CPU, R_MEM, R_GPU_MEM, R_PODS = range(11)
+SUM_COLS = 11
+
+
+@dataclass(frozen=True, slots=True)
+class PodReq:
+    """What one pod asks for, in base units, with what restricts its nodes."""
+
+    gpu: float
+    gpu_memory: int
+    cpu: int
+    memory: int
+    ext: tuple[tuple[str, int], ...]
+    node_selector: tuple[tuple[str, str], ...]
+    gpu_models: tuple[str, ...]
+    subgroup: str
+    kind: int
+    whole: int
+    share: float
+    invalid: str | None
+
+    @property
+    def spec_key(self) -> tuple:
+        """Everything that decides which nodes this pod may use."""
+        return (self.node_selector, self.gpu_models, tuple(name for name, _ in self.ext))
+
+
+def pod_req(spec: ev.PodSpec, path: str) -> PodReq:
+    r = spec.resources
+    invalid = None
+    try:
+        kind = pl.pod_kind(r.gpu, r.gpu_memory)
+    except ValueError as e:
+        kind, invalid = pl.CPU_ONLY, f"{path}.resources.{e}"
+    if r.gpu < 0 or r.cpu < 0 or r.memory < 0 or r.gpu_memory < 0:
+        invalid = f"{path}.resources: negative request"
+    return PodReq(
+        gpu=float(r.gpu),
+        gpu_memory=int(r.gpu_memory),
+        cpu=int(r.cpu),
+        memory=int(r.memory),
+        ext=tuple(sorted((k, int(v)) for k, v in r.extended.items() if v)),
+        node_selector=tuple(sorted(spec.node_selector.items())),
+        gpu_models=tuple(sorted(spec.gpu_models)),
+        subgroup=spec.subgroup,
+        kind=kind,
+        whole=int(r.gpu) if kind == pl.WHOLE else 0,
+        share=float(r.gpu) if kind == pl.FRACTION else 0.0,
+        invalid=invalid,
+    )
+
+
+@dataclass(slots=True)
+class Job:
+    """One pod group and the state of each of its pods."""
+
+    name: str
+    queue: str
+    pool: str
+    priority: int
+    preemptible: bool
+    min_available: int
+    submitted_at: float
+    pods: list[PodReq]
+    subgroups: dict[str, int]
+    topology: ev.Topology | None
+    min_runtime: float | None
+    state: list[int] = field(default_factory=list)
+    node: list[int] = field(default_factory=list)
+    gpus: list[tuple[int, ...]] = field(default_factory=list)
+    share: list[float] = field(default_factory=list)
+    acct: list[tuple[float, int, int]] = field(default_factory=list)
+    ever_ran: bool = False
+    last_start: float | None = None
+    n_pending: int = 0
+    n_active: int = 0
+    n_running: int = 0
+    n_completed: int = 0
+
+    @property
+    def status(self) -> str:
+        """pending | running | preempted | completed, as scenario-format.md defines them."""
+        if self.pods and self.n_completed == len(self.pods):
+            return "completed"
+        if self.n_running:
+            return "running"
+        if self.ever_ran:
+            return "preempted"
+        return "pending"
+
+
+@dataclass(slots=True)
+class Node:
+    slot: int
+    spec: ev.NodeSpec
+
+
+def gpu_accounting(req: PodReq, dev_mem: int) -> float:
+    """GPUs a placed pod counts for in its queue: a gpu-memory pod as memory / device memory, up to 0.01."""
+    if req.kind == pl.MEMORY:
+        if dev_mem <= 0:
+            return 0.0
+        return math.ceil(round(req.gpu_memory / dev_mem * 100, 9)) / 100
+    return req.gpu
+
+
+class ClusterState:
+    """Everything the allocator knows, as a pure function of the events applied so far."""
+
+    def __init__(self, pools: frozenset[str] | None = None) -> None:
+        self.pools = pools
+        self.version = 0
+        self.nodes: dict[str, Node] = {}
+        self.free_slots: list[int] = []
+        self.slot_names: list[str | None] = []
+        self.arrays = pl.empty_nodes(0, 1, 0)
+        self.ext_names: list[str] = []
+        self.jobs: dict[str, Job] = {}
+        self.queues: dict[str, ev.QueueSpec] = {}
+        self.queue_sums: dict[str, list[float]] = {}
+        self.pending_jobs: set[str] = set()
+        self.prev_reasons: dict[str, str] = {}
+        self.node_version = 0
+        self.ranks_dirty = False
+        self.queue_version = 0
+
+    # -- nodes ---------------------------------------------------------------------------------
+
+    def serves(self, pool: str) -> bool:
+        return self.pools is None or pool in self.pools
+
+    def _ensure_capacity(self, slots: int, gpus: int, n_ext: int) -> None:
+        a = self.arrays
+        n, g, e = a.ints.shape[0], a.dev.shape[2], a.ext.shape[2]
+        if slots <= n and gpus <= g and n_ext <= e:
+            return
+        new = pl.empty_nodes(max(slots, n * 2, 16) if slots > n else n, max(g, gpus), max(e, n_ext))
+        new.ints[:n] = a.ints
+        new.dev[:, :n, :g] = a.dev
+        new.ext[:, :n, :e] = a.ext
+        self.arrays = new
+
+    def _ext_index(self, name: str) -> int:
+        if name not in self.ext_names:
+            self.ext_names.append(name)
+            self._ensure_capacity(0, 0, len(self.ext_names))
+        return self.ext_names.index(name)
+
+    def _set_node(self, spec: ev.NodeSpec) -> None:
+        node = self.nodes.get(spec.name)
+        gpus = int(spec.resources.gpu)
+        for name in spec.resources.extended:
+            self._ext_index(name)
+        if node is None:
+            slot = self.free_slots.pop() if self.free_slots else len(self.slot_names)
+            if slot == len(self.slot_names):
+                self.slot_names.append(spec.name)
+            else:
+                self.slot_names[slot] = spec.name
+            self._ensure_capacity(slot + 1, gpus, len(self.ext_names))
+            self.arrays.ints[slot] = 0
+            self.arrays.dev[:, slot] = 0.0
+            self.arrays.ext[:, slot] = 0
+            node = self.nodes[spec.name] = Node(slot, spec)
+            self.ranks_dirty = True
+        else:
+            self._ensure_capacity(0, gpus, len(self.ext_names))
+            node.spec = spec
+        ints = self.arrays.ints[node.slot]
+        ints[pl.N_GPUS] = gpus
+        ints[pl.N_DEV_MEM] = int(spec.resources.gpu_memory)
+        ints[pl.N_CPU_CAP] = int(spec.resources.cpu)
+        ints[pl.N_MEM_CAP] = int(spec.resources.memory)
+        ext = self.arrays.ext[pl.E_CAP, node.slot]
+        ext[:] = 0
+        for name, amount in spec.resources.extended.items():
+            ext[self.ext_names.index(name)] = int(amount)
+        self.node_version += 1
+
+    def rerank(self) -> None:
+        """Number nodes by name (the tie-break of placement); done lazily, before a cycle reads the arrays."""
+        if not self.ranks_dirty:
+            return
+        self.ranks_dirty = False
+        for rank, name in enumerate(sorted(self.nodes)):
+            self.arrays.ints[self.nodes[name].slot, pl.N_RANK] = rank
+
+    def _remove_node(self, name: str) -> None:
+        node = self.nodes.pop(name, None)
+        if node is None:
+            return
+        self.slot_names[node.slot] = None
+        self.arrays.ints[node.slot] = 0
+        self.arrays.dev[:, node.slot] = 0.0
+        self.arrays.ext[:, node.slot] = 0
+        self.free_slots.append(node.slot)
+        self.ranks_dirty = True
+        # pods still recorded on the node keep their state; they are freed by their own events
+        for job in self.jobs.values():
+            for i, slot in enumerate(job.node):
+                if slot == node.slot and job.state[i] in (*HOLDING, RELEASING):
+                    job.node[i] = -1
+        self.node_version += 1
+
+    def min_device_memory(self) -> int:
+        mems = [n.spec.resources.gpu_memory for n in self.nodes.values() if n.spec.resources.gpu_memory > 0]
+        return min(mems) if mems else 0
+
+    # -- resources held by a pod ----------------------------------------------------------------
+
+    def _hold(self, job: Job, i: int, sign: int, plane: int) -> None:
+        """Add (sign=1) or remove (sign=-1) pod i's resources on its node, in the used or releasing plane."""
+        slot = job.node[i]
+        if slot < 0:
+            return
+        req = job.pods[i]
+        a = self.arrays
+        col_cpu = pl.N_CPU_USED if plane == pl.D_USED else pl.N_CPU_REL
+        col_mem = pl.N_MEM_USED if plane == pl.D_USED else pl.N_MEM_REL
+        a.ints[slot, col_cpu] += sign * req.cpu
+        a.ints[slot, col_mem] += sign * req.memory
+        eplane = pl.E_USED if plane == pl.D_USED else pl.E_REL
+        for name, amount in req.ext:
+            if name in self.ext_names:
+                a.ext[eplane, slot, self.ext_names.index(name)] += sign * amount
+        g = a.dev.shape[2]
+        if req.kind == pl.WHOLE:
+            for d in job.gpus[i]:
+                if 0 <= d < g:
+                    a.dev[plane, slot, d] = max(0.0, a.dev[plane, slot, d] + sign * 1.0)
+        elif req.kind in (pl.FRACTION, pl.MEMORY) and job.gpus[i]:
+            d = job.gpus[i][0]
+            if 0 <= d < g:
+                v = a.dev[plane, slot, d] + sign * job.share[i]
+                a.dev[plane, slot, d] = 0.0 if v < pl.EPS else v
+        self.node_version += 1
+
+    def _frac_mark(self, job: Job, i: int, sign: int) -> None:
+        req = job.pods[i]
+        slot = job.node[i]
+        if slot >= 0 and req.kind in (pl.FRACTION, pl.MEMORY) and job.gpus[i]:
+            d = job.gpus[i][0]
+            if 0 <= d < self.arrays.dev.shape[2]:
+                self.arrays.dev[pl.D_FRAC, slot, d] = max(0.0, self.arrays.dev[pl.D_FRAC, slot, d] + sign)
+
+    # -- queue sums -----------------------------------------------------------------------------
+
+    def _sums(self, queue: str) -> list[float]:
+        s = self.queue_sums.get(queue)
+        if s is None:
+            s = self.queue_sums[queue] = [0.0] * SUM_COLS
+        return s
+
+    def _count(self, job: Job, i: int, state: int, sign: int) -> None:
+        """Count pod i of job, in ``state``, into its queue's sums and the job's counters."""
+        s = self._sums(job.queue)
+        req = job.pods[i]
+        if state in ALLOCATED:
+            gpu, cpu, mem = job.acct[i]
+            s[A_GPU] += sign * gpu
+            s[A_CPU] += sign * cpu
+            s[A_MEM] += sign * mem
+            if not job.preemptible:
+                s[NP_GPU] += sign * gpu
+                s[NP_CPU] += sign * cpu
+                s[NP_MEM] += sign * mem
+            job.n_running += sign
+        elif state == PENDING:
+            s[R_GPU] += sign * (0.0 if req.kind == pl.MEMORY else req.gpu)
+            s[R_GPU_MEM] += sign * (req.gpu_memory if req.kind == pl.MEMORY else 0)
+            s[R_CPU] += sign * req.cpu
+            s[R_MEM] += sign * req.memory
+            s[R_PODS] += sign
+            job.n_pending += sign
+        elif state == COMPLETED:
+            job.n_completed += sign
+        if state in ACTIVE:
+            job.n_active += sign
+
+    def _transition(self, job: Job, i: int, new: int) -> None:
+        old = job.state[i]
+        self._count(job, i, old, -1)
+        job.state[i] = new
+        self._count(job, i, new, +1)
+        if job.n_pending > 0:
+            self.pending_jobs.add(job.name)
+        else:
+            self.pending_jobs.discard(job.name)
+        self.version += 1
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def apply(self, event: ev.Event) -> None:
+        """Evolve from one event; events about other pools, unknown jobs or impossible transitions change nothing."""
+        match event:
+            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
+                if self.serves(spec.pool):
+                    self._set_node(spec)
+                    self.version += 1
+                elif spec.name in self.nodes:
+                    self._remove_node(spec.name)
+                    self.version += 1
+            case ev.NodeRemoved(name=name):
+                if name in self.nodes:
+                    self._remove_node(name)
+                    self.version += 1
+            case ev.QueueUpserted(queue=spec):
+                if self.queues.get(spec.name) != spec:
+                    self.queues[spec.name] = spec
+                    self.queue_version += 1
+                    self.version += 1
+            case ev.QueueDeleted(name=name):
+                if self.queues.pop(name, None) is not None:
+                    self.queue_version += 1
+                    self.version += 1
+            case ev.PodGroupCreated():
+                if self.serves(event.pool) and event.name not in self.jobs:
+                    self._create_job(event)
+            case ev.PodGroupDeleted(name=name):
+                self._delete_job(name)
+            case ev.BindRequested():
+                self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, event.pipelined)
+            case ev.PodBound():
+                job = self.jobs.get(event.job)
+                if job is None or not 0 <= event.pod < len(job.pods):
+                    return
+                if job.state[event.pod] == PENDING:
+                    self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, False)
+                if job.state[event.pod] in (BINDING, PIPELINED):
+                    if job.state[event.pod] == PIPELINED:
+                        self._transition(job, event.pod, BINDING)
+                    was_running = any(s == BOUND for s in job.state)
+                    self._transition(job, event.pod, BOUND)
+                    job.ever_ran = True
+                    if not was_running:
+                        job.last_start = event.at
+            case ev.BindFailed():
+                job = self.jobs.get(event.job)
+                if job is not None and 0 <= event.pod < len(job.pods) and job.state[event.pod] in HOLDING:
+                    self._release(job, event.pod, pl.D_USED)
+            case ev.EvictionRequested():
+                job = self.jobs.get(event.job)
+                if job is not None and 0 <= event.pod < len(job.pods) and job.state[event.pod] in HOLDING:
+                    self._hold(job, event.pod, -1, pl.D_USED)
+                    self._hold(job, event.pod, +1, pl.D_REL)
+                    self._transition(job, event.pod, RELEASING)
+            case ev.PodEvicted():
+                job = self.jobs.get(event.job)
+                if job is None or not 0 <= event.pod < len(job.pods):
+                    return
+                st = job.state[event.pod]
+                if st == RELEASING:
+                    self._release(job, event.pod, pl.D_REL)
+                elif st in HOLDING:
+                    self._release(job, event.pod, pl.D_USED)
+            case ev.PodCompleted():
+                job = self.jobs.get(event.job)
+                if job is None or not 0 <= event.pod < len(job.pods):
+                    return
+                st = job.state[event.pod]
+                if st == RELEASING:
+                    self._hold(job, event.pod, -1, pl.D_REL)
+                elif st in HOLDING:
+                    self._hold(job, event.pod, -1, pl.D_USED)
+                if st in (*HOLDING, RELEASING):
+                    self._frac_mark(job, event.pod, -1)
+                if st != COMPLETED:
+                    self._transition(job, event.pod, COMPLETED)
+            case ev.CycleCompleted():
+                for name, reason in event.pending.items():
+                    if reason:
+                        self.prev_reasons[name] = reason
+                    else:
+                        self.prev_reasons.pop(name, None)
+            case _:
+                return
+
+    def _create_job(self, e: ev.PodGroupCreated) -> None:
+        pods: list[PodReq] = []
+        for si, spec in enumerate(e.pods):
+            req = pod_req(spec, f"pods[{si}]")
+            pods.extend([req] * max(0, spec.count))
+        n = len(pods)
+        job = Job(
+            name=e.name,
+            queue=e.queue,
+            pool=e.pool,
+            priority=e.priority,
+            preemptible=e.preemptible,
+            min_available=max(0, min(e.min_available, n)),
+            submitted_at=e.submitted_at,
+            pods=pods,
+            subgroups={sg.name: sg.min_available for sg in e.subgroups},
+            topology=e.topology,
+            min_runtime=e.min_runtime,
+            state=[COMPLETED] * n,
+            node=[-1] * n,
+            gpus=[()] * n,
+            share=[0.0] * n,
+            acct=[(0.0, 0, 0)] * n,
+        )
+        job.n_completed = n
+        self.jobs[e.name] = job
+        for i in range(n):
+            self._transition(job, i, PENDING)
+        self.version += 1
+
+    def _delete_job(self, name: str) -> None:
+        job = self.jobs.get(name)
+        if job is None:
+            return
+        for i in range(len(job.pods)):
+            st = job.state[i]
+            if st in HOLDING:
+                self._hold(job, i, -1, pl.D_USED)
+            elif st == RELEASING:
+                self._hold(job, i, -1, pl.D_REL)
+            if st in (*HOLDING, RELEASING):
+                self._frac_mark(job, i, -1)
+            self._count(job, i, st, -1)
+        del self.jobs[name]
+        self.pending_jobs.discard(name)
+        self.version += 1
+
+    def _bind(
+        self, name: str, i: int, node_name: str, gpus: list[int], share: float, pipelined: bool
+    ) -> None:
+        job = self.jobs.get(name)
+        if job is None or not 0 <= i < len(job.pods) or job.state[i] != PENDING:
+            return
+        node = self.nodes.get(node_name)
+        req = job.pods[i]
+        job.node[i] = node.slot if node is not None else -1
+        job.gpus[i] = tuple(int(g) for g in gpus)
+        dev_mem = node.spec.resources.gpu_memory if node is not None else 0
+        if req.kind == pl.FRACTION:
+            job.share[i] = share or req.share
+        elif req.kind == pl.MEMORY:
+            job.share[i] = share or (req.gpu_memory / dev_mem if dev_mem else 0.0)
+        else:
+            job.share[i] = 0.0
+        job.acct[i] = (gpu_accounting(req, dev_mem), req.cpu, req.memory)
+        self._hold(job, i, +1, pl.D_USED)
+        self._frac_mark(job, i, +1)
+        self._transition(job, i, PIPELINED if pipelined else BINDING)
+
+    def _release(self, job: Job, i: int, plane: int) -> None:
+        self._hold(job, i, -1, plane)
+        self._frac_mark(job, i, -1)
+        self._transition(job, i, PENDING)
+        job.node[i] = -1
+        job.gpus[i] = ()
+        job.share[i] = 0.0
+
+    # -- views used by cycles -------------------------------------------------------------------
+
+    def served_node_mask(self) -> np.ndarray:
+        mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
+        for node in self.nodes.values():
+            mask[node.slot] = True
+        return mask
+
+    def totals(self) -> np.ndarray:
+        """gpu devices, cpu millicores, memory bytes over every node served."""
+        mask = self.served_node_mask()
+        ints = self.arrays.ints
+        return np.array(
+            [ints[mask, pl.N_GPUS].sum(), ints[mask, pl.N_CPU_CAP].sum(), ints[mask, pl.N_MEM_CAP].sum()],
+            dtype=np.float64,
+        )

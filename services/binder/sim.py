@@ -1,0 +1,298 @@
+"""A simulated GPU fleet: binds, evicts and completes pods, as pure logic.
+
+The simulator and the live binder's sim backend share it. ``apply`` reads
+events from the log (nodes, pod groups, decisions, and confirmations,
+including its own); ``step(clock)`` returns the confirmations now due:
+
+1. ``PodEvicted`` for every requested eviction (in simulation an evicted
+   pod releases its resources at once);
+2. ``PodBound`` (``at=clock``) or ``BindFailed`` for every requested bind,
+   in request order, so pipelined binds land after the evictions they wait
+   for; a bind that would over-commit a node or a device fails, always;
+3. ``PodCompleted`` for every pod whose job's ``duration`` of run time has
+   passed, in order of due time, job, pod.
+
+A pod is ``(job, index)``; the index runs over the job's pod specs
+expanded in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from muster import events as ev
+
+_EPS = 1e-9
+
+PodKey = tuple[str, int]
+
+
+@dataclass
+class _Device:
+    whole: PodKey | None = None
+    shares: dict[PodKey, float] = field(default_factory=dict)
+
+    @property
+    def used(self) -> float:
+        return 1.0 if self.whole is not None else sum(self.shares.values())
+
+
+@dataclass
+class _Node:
+    spec: ev.NodeSpec
+    devices: list[_Device]
+    cpu: int = 0
+    memory: int = 0
+    extended: dict[str, int] = field(default_factory=dict)
+    removed: bool = False
+
+
+@dataclass(frozen=True)
+class BoundPod:
+    """A pod the fleet is running."""
+
+    job: str
+    pod: int
+    node: str
+    gpus: tuple[int, ...]
+    share: float
+    request: ev.Resources
+    started: float
+
+
+@dataclass(frozen=True)
+class _Job:
+    pods: tuple[ev.Resources, ...]
+    duration: float | None
+
+
+def is_shared(request: ev.Resources) -> bool:
+    """Whether the pod takes part of one device rather than whole devices."""
+    return 0 < request.gpu < 1 or (request.gpu == 0 and request.gpu_memory > 0)
+
+
+def device_share(request: ev.Resources, node: ev.NodeSpec) -> float | None:
+    """The fraction of one device a shared pod needs on ``node``; ``None``
+    when the node cannot say (a gpu_memory pod on a node without gpu_memory)."""
+    if request.gpu > 0:
+        return request.gpu
+    if node.resources.gpu_memory <= 0:
+        return None
+    return request.gpu_memory / node.resources.gpu_memory
+
+
+class SimFleet:
+    """The fleet's state, fed from the log, stepped by a clock."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, _Node] = {}
+        self._jobs: dict[str, _Job] = {}
+        self._bound: dict[PodKey, BoundPod] = {}
+        self._binds: dict[PodKey, ev.BindRequested] = {}
+        self._evictions: dict[PodKey, None] = {}
+
+    # -- reading the log ---------------------------------------------------
+
+    def apply(self, event: ev.Event) -> None:
+        """Take one event from the log into account; unrelated events are ignored."""
+        match event:
+            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
+                self._upsert_node(spec)
+            case ev.NodeRemoved(name=name):
+                if name in self._nodes:
+                    self._nodes[name].removed = True
+                    for key in self._pods_on(name):
+                        self._evictions[key] = None
+            case ev.PodGroupCreated():
+                pods = tuple(spec.resources for spec in event.pods for _ in range(spec.count))
+                self._jobs[event.name] = _Job(pods=pods, duration=event.duration)
+            case ev.PodGroupDeleted(name=name):
+                for key in sorted(self._bound):
+                    if key[0] == name:
+                        self._evictions[key] = None
+                for key in [k for k in self._binds if k[0] == name]:
+                    del self._binds[key]
+            case ev.BindRequested():
+                self._binds[(event.job, event.pod)] = event
+            case ev.EvictionRequested():
+                self._evictions[(event.job, event.pod)] = None
+            case ev.PodBound():
+                key = (event.job, event.pod)
+                self._binds.pop(key, None)
+                if key not in self._bound and event.node in self._nodes:
+                    request = self._request(event.job, event.pod) or ev.Resources()
+                    node = self._nodes[event.node]
+                    share = device_share(request, node.spec) if is_shared(request) else 0.0
+                    self._occupy(key, node, tuple(event.gpus), share or event.gpu_share, request, event.at)
+            case ev.BindFailed():
+                self._binds.pop((event.job, event.pod), None)
+            case ev.PodEvicted() | ev.PodCompleted():
+                key = (event.job, event.pod)
+                self._evictions.pop(key, None)
+                self._release(key)
+            case _:
+                pass
+
+    # -- acting ------------------------------------------------------------
+
+    def step(self, clock: float) -> list[ev.Event]:
+        """The confirmations due at ``clock``; the fleet's state moves with them."""
+        out: list[ev.Event] = []
+        for key in list(self._evictions):
+            del self._evictions[key]
+            pod = self._bound.get(key)
+            if pod is not None:
+                self._release(key)
+                out.append(ev.PodEvicted(job=key[0], pod=key[1], node=pod.node, pool=self._pool(pod.node)))
+        for key, bind in list(self._binds.items()):
+            del self._binds[key]
+            out += self._bind(bind, clock)
+        due = []
+        for key, pod in self._bound.items():
+            duration = self._jobs[pod.job].duration if pod.job in self._jobs else None
+            if duration is not None and clock + _EPS >= pod.started + duration:
+                due.append((pod.started + duration, key))
+        for _, key in sorted(due):
+            pod = self._bound[key]
+            self._release(key)
+            out.append(
+                ev.PodCompleted(job=key[0], pod=key[1], node=pod.node, pool=self._pool(pod.node), at=clock)
+            )
+        return out
+
+    def waiting_for_time(self) -> bool:
+        """Whether some running pod will complete once enough time passes."""
+        return any(
+            pod.job in self._jobs and self._jobs[pod.job].duration is not None for pod in self._bound.values()
+        )
+
+    def bound(self) -> list[BoundPod]:
+        """Every running pod, ordered by job and index."""
+        return [self._bound[key] for key in sorted(self._bound)]
+
+    def has_work(self) -> bool:
+        """Whether binds or evictions wait for the next ``step``."""
+        return bool(self._binds or self._evictions)
+
+    # -- internals ---------------------------------------------------------
+
+    def _upsert_node(self, spec: ev.NodeSpec) -> None:
+        count = int(spec.resources.gpu)
+        node = self._nodes.get(spec.name)
+        if node is None:
+            self._nodes[spec.name] = _Node(spec=spec, devices=[_Device() for _ in range(count)])
+            return
+        node.spec, node.removed = spec, False
+        node.devices += [_Device() for _ in range(count - len(node.devices))]
+
+    def _pods_on(self, node: str) -> list[PodKey]:
+        return sorted(key for key, pod in self._bound.items() if pod.node == node)
+
+    def _pool(self, node: str) -> str:
+        return self._nodes[node].spec.pool if node in self._nodes else "default"
+
+    def _request(self, job: str, pod: int) -> ev.Resources | None:
+        spec = self._jobs.get(job)
+        if spec is None or not 0 <= pod < len(spec.pods):
+            return None
+        return spec.pods[pod]
+
+    def _bind(self, bind: ev.BindRequested, clock: float) -> list[ev.Event]:
+        key = (bind.job, bind.pod)
+        existing = self._bound.get(key)
+        if existing is not None and existing.node == bind.node and list(existing.gpus) == bind.gpus:
+            return []  # a repeated request for what already holds
+        reason = self._refusal(bind, existing)
+        if reason:
+            return [ev.BindFailed(job=bind.job, pod=bind.pod, node=bind.node, reason=reason, pool=bind.pool)]
+        node = self._nodes[bind.node]
+        request = self._request(bind.job, bind.pod)
+        assert request is not None  # checked by _refusal
+        share = device_share(request, node.spec) if is_shared(request) else 0.0
+        self._occupy(key, node, tuple(bind.gpus), share or 0.0, request, clock)
+        return [
+            ev.PodBound(
+                job=bind.job,
+                pod=bind.pod,
+                node=bind.node,
+                gpus=list(bind.gpus),
+                gpu_share=share or 0.0,
+                pool=node.spec.pool,
+                at=clock,
+            )
+        ]
+
+    def _refusal(self, bind: ev.BindRequested, existing: BoundPod | None) -> str:
+        """Why the bind cannot happen ('' when it can)."""
+        if existing is not None:
+            return f"pod is already bound to node {existing.node}"
+        node = self._nodes.get(bind.node)
+        if node is None or node.removed:
+            return f"no node {bind.node}"
+        if node.spec.unschedulable:
+            return f"node {bind.node} is unschedulable"
+        request = self._request(bind.job, bind.pod)
+        if request is None:
+            return f"no pod {bind.pod} in job {bind.job}"
+        cap = node.spec.resources
+        if node.cpu + request.cpu > cap.cpu:
+            return f"node {bind.node} has not enough cpu"
+        if node.memory + request.memory > cap.memory:
+            return f"node {bind.node} has not enough memory"
+        for name, amount in sorted(request.extended.items()):
+            if node.extended.get(name, 0) + amount > cap.extended.get(name, 0):
+                return f"node {bind.node} has not enough {name}"
+        gpus = bind.gpus
+        if len(set(gpus)) != len(gpus) or any(not 0 <= g < len(node.devices) for g in gpus):
+            return f"node {bind.node} has no such devices {gpus}"
+        if is_shared(request):
+            share = device_share(request, node.spec)
+            if share is None:
+                return f"node {bind.node} gives no gpu_memory per device"
+            if len(gpus) != 1:
+                return f"a shared-device pod holds exactly one device, got {gpus}"
+            if node.devices[gpus[0]].used + share > 1 + _EPS:
+                return f"device {gpus[0]} of node {bind.node} has not enough room"
+            return ""
+        if len(gpus) != int(request.gpu):
+            return f"the pod needs {int(request.gpu)} devices, got {gpus}"
+        for g in gpus:
+            if node.devices[g].used > _EPS:
+                return f"device {g} of node {bind.node} is in use"
+        return ""
+
+    def _occupy(
+        self, key: PodKey, node: _Node, gpus: tuple[int, ...], share: float, request: ev.Resources, at: float
+    ) -> None:
+        for g in gpus:
+            if g >= len(node.devices):
+                continue
+            if share > 0:
+                node.devices[g].shares[key] = share
+            else:
+                node.devices[g].whole = key
+        node.cpu += request.cpu
+        node.memory += request.memory
+        for name, amount in request.extended.items():
+            node.extended[name] = node.extended.get(name, 0) + amount
+        self._bound[key] = BoundPod(
+            job=key[0], pod=key[1], node=node.spec.name, gpus=gpus, share=share, request=request, started=at
+        )
+
+    def _release(self, key: PodKey) -> None:
+        pod = self._bound.pop(key, None)
+        if pod is None:
+            return
+        node = self._nodes.get(pod.node)
+        if node is None:
+            return
+        for g in pod.gpus:
+            if g < len(node.devices):
+                device = node.devices[g]
+                device.shares.pop(key, None)
+                if device.whole == key:
+                    device.whole = None
+        node.cpu -= pod.request.cpu
+        node.memory -= pod.request.memory
+        for name, amount in pod.request.extended.items():
+            node.extended[name] = node.extended.get(name, 0) - amount

@@ -1,0 +1,190 @@
+"""The simulated fleet confirms decisions and never over-commits."""
+
+from __future__ import annotations
+
+from muster import events as ev
+
+from services.binder.sim import SimFleet
+
+
+def node(name="node-a", gpu=2, gpu_memory=80 * 2**30, cpu=8000, memory=2**34, **extended):
+    spec = ev.NodeSpec(
+        name=name,
+        resources=ev.Resources(gpu=gpu, gpu_memory=gpu_memory, cpu=cpu, memory=memory, extended=extended),
+    )
+    return ev.NodeRegistered(node=spec)
+
+
+def group(name, *requests, duration=None):
+    pods = [ev.PodSpec(resources=r) for r in requests]
+    return ev.PodGroupCreated(name=name, queue="q", pods=pods, duration=duration)
+
+
+def bind(job, pod=0, gpus=(), node="node-a", pipelined=False):
+    return ev.BindRequested(job=job, pod=pod, node=node, gpus=list(gpus), pipelined=pipelined)
+
+
+def fleet(*events):
+    f = SimFleet()
+    for e in events:
+        f.apply(e)
+    return f
+
+
+def confirm(f, clock=0.0):
+    """Step the fleet and read its confirmations back, as the log would."""
+    out = f.step(clock)
+    for e in out:
+        f.apply(e)
+    return out
+
+
+WHOLE = ev.Resources(gpu=1, cpu=1000)
+HALF = ev.Resources(gpu=0.5)
+
+
+def test_a_bind_that_fits_is_confirmed_at_the_clock():
+    f = fleet(node(), group("a", WHOLE), bind("a", gpus=[0]))
+    (bound,) = confirm(f, clock=3.0)
+    assert bound == ev.PodBound(job="a", pod=0, node="node-a", gpus=[0], at=3.0)
+    assert [(p.job, p.node, p.gpus) for p in f.bound()] == [("a", "node-a", (0,))]
+
+
+def test_a_bind_onto_a_taken_device_fails_and_binds_nothing():
+    f = fleet(node(), group("a", WHOLE), group("b", WHOLE), bind("a", gpus=[0]), bind("b", gpus=[0]))
+    out = confirm(f)
+    assert isinstance(out[0], ev.PodBound)
+    assert isinstance(out[1], ev.BindFailed) and "device 0" in out[1].reason
+    assert [p.job for p in f.bound()] == ["a"]
+
+
+def test_a_bind_beyond_the_nodes_cpu_fails():
+    big = ev.Resources(cpu=6000)
+    f = fleet(node(), group("a", big), group("b", big), bind("a"), bind("b"))
+    assert [type(e).__name__ for e in confirm(f)] == ["PodBound", "BindFailed"]
+
+
+def test_a_bind_beyond_an_extended_resource_fails():
+    ib = ev.Resources(extended={"rdma/ib": 1})
+    f = fleet(node(**{"rdma/ib": 1}), group("a", ib), group("b", ib), bind("a"), bind("b"))
+    assert [type(e).__name__ for e in confirm(f)] == ["PodBound", "BindFailed"]
+
+
+def test_fractions_share_a_device_up_to_a_whole():
+    f = fleet(node(), *(group(j, HALF) for j in "abc"), *(bind(j, gpus=[1]) for j in "abc"))
+    assert [type(e).__name__ for e in confirm(f)] == ["PodBound", "PodBound", "BindFailed"]
+
+
+def test_a_fraction_cannot_join_a_whole_pods_device_nor_a_whole_pod_a_shared_one():
+    f = fleet(
+        node(), group("whole", WHOLE), group("half", HALF), bind("whole", gpus=[0]), bind("half", gpus=[0])
+    )
+    assert [type(e).__name__ for e in confirm(f)] == ["PodBound", "BindFailed"]
+    f = fleet(
+        node(), group("half", HALF), group("whole", WHOLE), bind("half", gpus=[0]), bind("whole", gpus=[0])
+    )
+    assert [type(e).__name__ for e in confirm(f)] == ["PodBound", "BindFailed"]
+
+
+def test_gpu_memory_pods_share_a_device_by_memory():
+    twenty = ev.Resources(gpu_memory=20 * 2**30)
+    f = fleet(
+        node(gpu_memory=40 * 2**30), *(group(j, twenty) for j in "abc"), *(bind(j, gpus=[0]) for j in "abc")
+    )
+    out = confirm(f)
+    assert [type(e).__name__ for e in out] == ["PodBound", "PodBound", "BindFailed"]
+    assert out[0].gpu_share == 0.5
+
+
+def test_a_whole_pod_must_get_as_many_devices_as_it_asks_for():
+    two = ev.Resources(gpu=2)
+    f = fleet(node(), group("a", two), bind("a", gpus=[0]))
+    assert isinstance(confirm(f)[0], ev.BindFailed)
+
+
+def test_unknown_nodes_and_unschedulable_nodes_refuse_binds():
+    cordoned = ev.NodeRegistered(
+        node=ev.NodeSpec(name="node-c", unschedulable=True, resources=ev.Resources(gpu=1))
+    )
+    f = fleet(
+        node(),
+        cordoned,
+        group("a", WHOLE),
+        group("b", ev.Resources(gpu=1)),
+        bind("a", node="nowhere"),
+        bind("b", gpus=[0], node="node-c"),
+    )
+    out = confirm(f)
+    assert [type(e).__name__ for e in out] == ["BindFailed", "BindFailed"]
+    assert "unschedulable" in out[1].reason
+
+
+def test_evictions_release_before_binds_so_pipelined_binds_land():
+    f = fleet(node(gpu=1), group("victim", WHOLE), group("taker", WHOLE), bind("victim", gpus=[0]))
+    confirm(f)
+    f.apply(ev.EvictionRequested(job="victim", pod=0, node="node-a", action="reclaim", for_job="taker"))
+    f.apply(bind("taker", gpus=[0], pipelined=True))
+    out = confirm(f, clock=1.0)
+    assert out == [
+        ev.PodEvicted(job="victim", pod=0, node="node-a"),
+        ev.PodBound(job="taker", pod=0, node="node-a", gpus=[0], at=1.0),
+    ]
+
+
+def test_pods_complete_once_their_duration_of_run_time_has_passed():
+    f = fleet(node(), group("a", WHOLE, duration=3), bind("a", gpus=[0]))
+    confirm(f, clock=1.0)
+    assert f.waiting_for_time()
+    assert confirm(f, clock=3.5) == []
+    assert confirm(f, clock=4.0) == [ev.PodCompleted(job="a", pod=0, node="node-a", at=4.0)]
+    assert f.bound() == [] and not f.waiting_for_time()
+
+
+def test_a_pod_bound_in_the_past_completes_from_its_start():
+    f = fleet(
+        node(),
+        group("a", WHOLE, duration=600),
+        bind("a", gpus=[0]),
+        ev.PodBound(job="a", pod=0, node="node-a", gpus=[0], at=-1200),
+    )
+    assert confirm(f, clock=0.0) == [ev.PodCompleted(job="a", pod=0, node="node-a", at=0.0)]
+
+
+def test_a_recorded_bind_holds_its_resources_without_a_new_confirmation():
+    f = fleet(
+        node(),
+        group("a", WHOLE),
+        group("b", WHOLE),
+        bind("a", gpus=[0]),
+        ev.PodBound(job="a", pod=0, node="node-a", gpus=[0]),
+    )
+    assert confirm(f) == []
+    f.apply(bind("b", gpus=[0]))
+    assert isinstance(confirm(f)[0], ev.BindFailed)
+
+
+def test_a_repeated_bind_request_is_harmless():
+    f = fleet(node(), group("a", WHOLE), bind("a", gpus=[0]))
+    confirm(f)
+    f.apply(bind("a", gpus=[0]))
+    assert confirm(f) == []
+
+
+def test_completions_come_in_due_order_then_by_job_and_pod():
+    f = fleet(
+        node(gpu=3),
+        group("late", WHOLE, duration=2),
+        group("b", WHOLE, WHOLE, duration=1),
+        bind("late", gpus=[0]),
+        bind("b", 1, gpus=[1]),
+        bind("b", 0, gpus=[2]),
+    )
+    confirm(f, clock=0.0)
+    assert [(e.job, e.pod) for e in confirm(f, clock=5.0)] == [("b", 0), ("b", 1), ("late", 0)]
+
+
+def test_removing_a_node_evicts_its_pods():
+    f = fleet(node(), group("a", WHOLE), bind("a", gpus=[0]))
+    confirm(f)
+    f.apply(ev.NodeRemoved(name="node-a"))
+    assert confirm(f) == [ev.PodEvicted(job="a", pod=0, node="node-a")]
