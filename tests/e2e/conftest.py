@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import SERVICES, running_system
 
@@ -21,7 +20,9 @@ SCENARIOS = Path(__file__).parent / "scenarios"
 @pytest.fixture
 def live(tmp_path: Path, servers: Endpoints, prefix: str):
     """Every service running against this test's own stream and schema; yields the System."""
-    settings = Settings(home=tmp_path / "home", nats_url=servers.nats_url, pg_dsn=servers.pg_dsn, prefix=prefix)
+    settings = Settings(
+        home=tmp_path / "home", nats_url=servers.nats_url, pg_dsn=servers.pg_dsn, prefix=prefix
+    )
     with running_system(settings, services=SERVICES, service_env={"MUSTER_CYCLE_INTERVAL": "0.02"}) as system:
         yield system
 
@@ -36,7 +37,9 @@ def muster(system, *args: str, check: bool = True) -> subprocess.CompletedProces
         [sys.executable, "-m", "muster.cli.main", *args], env=env, capture_output=True, text=True, timeout=120
     )
     if check and result.returncode != 0:
-        raise AssertionError(f"muster {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+        raise AssertionError(
+            f"muster {' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+        )
     return result
 
 

@@ -6,9 +6,9 @@ import signal
 
 import asyncpg
 import pytest
-
 from muster.bus import NatsBus
 from muster.events import decode_envelope
+
 from tests.e2e.conftest import SCENARIOS, muster, run, status, wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
@@ -27,7 +27,9 @@ def all_running(system, jobs):
     state = status(system)
     if all(state["jobs"].get(j, {}).get("status") == "running" for j in jobs):
         return state
-    return Waiting(jobs={k: (v["status"], v["reason"]) for k, v in state["jobs"].items()}, dead=system.check())
+    return Waiting(
+        jobs={k: (v["status"], v["reason"]) for k, v in state["jobs"].items()}, dead=system.check()
+    )
 
 
 async def stream_event_count(system) -> int:
@@ -47,7 +49,9 @@ async def events_on(system, subject: str) -> int:
 
 
 async def projected(system, sql: str):
-    conn = await asyncpg.connect(system.endpoints.pg_dsn, server_settings={"search_path": system.endpoints.prefix})
+    conn = await asyncpg.connect(
+        system.endpoints.pg_dsn, server_settings={"search_path": system.endpoints.prefix}
+    )
     try:
         return await conn.fetch(sql)
     finally:
@@ -55,7 +59,9 @@ async def projected(system, sql: str):
 
 
 def events_table(system):
-    return run(projected(system, "SELECT stream_seq, idx, type, payload::text FROM events ORDER BY stream_seq, idx"))
+    return run(
+        projected(system, "SELECT stream_seq, idx, type, payload::text FROM events ORDER BY stream_seq, idx")
+    )
 
 
 def test_applied_scenario_ends_with_every_job_bound_and_visible_in_status(live):
@@ -95,10 +101,16 @@ def test_projector_killed_mid_stream_and_restarted_leaves_the_same_rows(live):
         rows = events_table(live)
         return rows if len(rows) == run(stream_event_count(live)) else None
 
-    before = wait_for(caught_up, timeout=60, what="projector caught up after restart (unacked messages return after ack_wait)")
+    before = wait_for(
+        caught_up,
+        timeout=60,
+        what="projector caught up after restart (unacked messages return after ack_wait)",
+    )
     live.stop_service("projector", sig=signal.SIGKILL)
     live.start_service("projector")
-    state = wait_for(lambda: all_running(live, ["gang", "notebook", "single"]), what="status after second restart")
+    state = wait_for(
+        lambda: all_running(live, ["gang", "notebook", "single"]), what="status after second restart"
+    )
     after = events_table(live)
     assert [tuple(r) for r in after] == [tuple(r) for r in before]
     assert state["jobs"]["gang"]["status"] == "running"
@@ -108,9 +120,7 @@ def all_running_in_stream(system) -> bool:
     async def bound() -> int:
         bus = await NatsBus.connect(system.endpoints.nats_url, system.endpoints.subjects, service="test")
         try:
-            return sum(
-                [sum(1 for e in d.events if type(e).__name__ == "PodBound") async for d in bus.read()]
-            )
+            return sum([sum(1 for e in d.events if type(e).__name__ == "PodBound") async for d in bus.read()])
         finally:
             await bus.close()
 
