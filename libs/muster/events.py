@@ -19,6 +19,7 @@ Job (pod group) lifecycle::
     binding ──BindFailed──► pending
     running ──EvictionRequested──► releasing ──PodEvicted──► pending (preempted)
     running ──PodCompleted (every pod)──► completed
+    running ──PodFailed (a pod's process ended badly)──► failed
     any ──PodGroupDeleted──► gone
 
 Pod lifecycle (a pod is ``(job, index)``, index over the job's pod specs
@@ -28,6 +29,21 @@ expanded in order)::
     binding ──BindFailed──► pending
     bound ──EvictionRequested──► releasing ──PodEvicted──► pending
     bound ──PodCompleted──► completed
+    bound ──PodFailed──► failed          (terminal: it holds nothing any more)
+
+Pods run by ``muster agent`` (nodes labelled ``muster.dev/backend: agent``):
+the agent of the pod's node, not the binder, answers its BindRequested with
+PodBound (process started), its end with PodCompleted (exit 0) or PodFailed
+(exit code), and its EvictionRequested with PodEvicted (after SIGTERM and,
+past the grace period, SIGKILL). A pod the agent finds gone without a known
+end (it restarted without its processes) is reported PodEvicted, so its gang
+returns to the queue.
+
+Node loss: an agent node whose heartbeats (NodeUpdated) stop for longer than
+the node monitor's timeout is declared lost in one envelope on
+``nodes.<pool>``: ``NodeLost``, then ``PodEvicted`` for each pod still on it
+(they are pending again), then ``NodeRemoved``. An agent that comes back
+registers the node again and stops whatever the log says is gone.
 
 Queue lifecycle: ``UpsertQueue`` is a request; the queue-controller answers
 ``QueueUpserted`` or ``QueueRejected`` (naming the field). ``DeleteQueue``
@@ -68,6 +84,14 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     gpu_models: list[str] = []
     subgroup: str = ""
     """Name of the sub-group these pods belong to ('' = none)."""
+    command: list[str] = []
+    """What ``muster agent`` runs for each pod (argv; empty: nothing to run)."""
+    env: dict[str, str] = {}
+    """Environment the command gets on top of the agent's and muster's own variables."""
+    workdir: str | None = None
+    """Working directory of the command (None: the agent's)."""
+    grace_period: float | None = None
+    """Seconds between SIGTERM and SIGKILL on eviction (None: the agent's default)."""
 
 
 class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -258,6 +282,17 @@ class CycleCompleted(_Event, tag="CycleCompleted", kw_only=True):
     config_digest: str = ""
 
 
+class AllocatorConfigured(_Event, tag="AllocatorConfigured", kw_only=True):
+    """An allocator began serving a pool with this configuration; replay reads it back."""
+
+    pool: str = "default"
+    epoch: int = 0
+    config: dict[str, Any] = {}
+    """The allocator's settings (AllocatorConfig fields)."""
+    digest: str = ""
+    """What every CycleCompleted of this configuration carries as config_digest."""
+
+
 class PodBound(_Event, tag="PodBound", kw_only=True):
     job: str
     pod: int
@@ -292,6 +327,37 @@ class PodCompleted(_Event, tag="PodCompleted", kw_only=True):
     at: float = 0.0
 
 
+class PodFailed(_Event, tag="PodFailed", kw_only=True):
+    """A pod's process ended unsuccessfully (non-zero exit, killed, could not start).
+
+    Terminal for the pod, like ``PodCompleted``: it holds nothing any more.
+    """
+
+    job: str
+    pod: int
+    node: str
+    pool: str = "default"
+    exit_code: int | None = None
+    """The process's exit status; a negative value -N means killed by signal N; None: no process."""
+    reason: str = ""
+    at: float = 0.0
+
+
+class NodeLost(_Event, tag="NodeLost", kw_only=True):
+    """An agent node stopped sending heartbeats for longer than the node monitor's timeout.
+
+    Followed, in the same envelope, by ``PodEvicted`` for each pod still on
+    the node and by ``NodeRemoved``.
+    """
+
+    name: str
+    pool: str = "default"
+    last_seen: float = 0.0
+    """Clock of the last heartbeat the monitor saw."""
+    at: float = 0.0
+    timeout: float = 0.0
+
+
 class DeadLettered(_Event, tag="DeadLettered", kw_only=True):
     """A message a service could not decode or validate, kept with its error."""
 
@@ -319,11 +385,14 @@ Event = Union[
     BindRequested,
     EvictionRequested,
     CycleCompleted,
+    AllocatorConfigured,
     PodBound,
     BindFailed,
     PodEvicted,
     PodCompleted,
     DeadLettered,
+    PodFailed,
+    NodeLost,
 ]
 
 EVENT_TYPES: tuple[type[_Event], ...] = Event.__args__  # type: ignore[attr-defined]

@@ -10,10 +10,22 @@ from pathlib import Path
 import msgspec
 import yaml
 from muster.service import ServiceContext, rebuild_then_consume
+from muster.subjects import Subjects
 
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
 from services.allocator.handlers import AllocatorHandlers
+
+
+def consumed_subjects(subjects: Subjects, pool: str) -> list[str]:
+    """What an allocator of ``pool`` reads; replay folds exactly these."""
+    return [
+        subjects.nodes(pool),
+        subjects.queues,
+        subjects.podgroups,
+        subjects.decisions(pool),
+        subjects.pods(pool),
+    ]
 
 
 def load_config(env: dict[str, str]) -> AllocatorConfig:
@@ -32,11 +44,11 @@ async def run(ctx: ServiceContext) -> None:
     interval = float(env.get("MUSTER_CYCLE_INTERVAL", "0.05"))
     engine = Allocator(config, frozenset({pool}))
     handlers = AllocatorHandlers(ctx.bus, ctx.subjects, engine, clock=time.time, pool=pool)
-    s = ctx.subjects
-    subjects = [s.nodes(pool), s.queues, s.podgroups, s.decisions(pool), s.pods(pool)]
+    subjects = consumed_subjects(ctx.subjects, pool)
     rebuilt = asyncio.Event()
 
     async def on_rebuilt() -> None:
+        await handlers.announce()
         rebuilt.set()
 
     consumer = asyncio.create_task(

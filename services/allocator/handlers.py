@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
 from muster.bus import Bus, Delivery, chunk_events
-from muster.events import CycleCompleted, QueueStatus
+from muster.events import AllocatorConfigured, CycleCompleted, QueueStatus
 from muster.subjects import Subjects
 
 from services.allocator.engine import Allocator
 
 # Events the allocator itself emits; reading them back changes nothing worth a new cycle.
-_OWN = (CycleCompleted, QueueStatus)
+_OWN = (CycleCompleted, QueueStatus, AllocatorConfigured)
 
 
 class AllocatorHandlers:
@@ -53,6 +54,18 @@ class AllocatorHandlers:
                 elif not isinstance(event, _OWN):
                     self.dirty = True
             self.applied_seq = delivery.seq
+
+    async def announce(self) -> None:
+        """Record the configuration this allocator decides with, so replay can use the same."""
+        config = self.engine.config
+        event = AllocatorConfigured(
+            pool=self.pool, epoch=self.epoch, config=msgspec.to_builtins(config), digest=config.digest()
+        )
+        await self.bus.publish(
+            self.subjects.decisions(self.pool),
+            [event],
+            msg_id=f"allocator-config:{self.pool}:{self.epoch}:{event.digest}:{self.applied_seq}",
+        )
 
     def ready(self, clock: float) -> bool:
         """A cycle may run: its own last decisions are read back, and there is news or time to wait on."""

@@ -18,6 +18,7 @@ COMMANDS = (
     "muster.cli.status_cmd",
     "muster.cli.group_cmd",
     "muster.cli.simulate_cmd",
+    "muster.cli.replay_cmd",
     "muster.cli.bench_cmd",
 )
 

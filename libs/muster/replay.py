@@ -1,0 +1,237 @@
+"""Re-derive every recorded allocator cycle from the log and compare, byte for byte.
+
+A cycle's record is the decisions the allocator published for it and its
+``CycleCompleted`` (watermark, clock, epoch, changed pending reasons, config
+digest). Replay folds the log into a fresh engine exactly as the live
+allocator did (the same subjects, in stream order), runs each recorded cycle
+when the fold reaches its watermark, and compares what it gets with what was
+recorded. The configuration comes from the log's ``AllocatorConfigured``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import msgspec
+
+from muster.bus.nats import subject_matches
+from muster.events import (
+    AllocatorConfigured,
+    BindRequested,
+    CycleCompleted,
+    Event,
+    EvictionRequested,
+    decode_event,
+)
+from muster.subjects import Subjects
+from services.allocator.app import consumed_subjects
+from services.allocator.config import AllocatorConfig
+from services.allocator.engine import Allocator
+
+
+@dataclass(frozen=True)
+class LoggedMessage:
+    """One message of the log: its stream sequence, subject and events."""
+
+    seq: int
+    subject: str
+    events: list[Event]
+
+
+@dataclass
+class RecordedCycle:
+    pool: str
+    completed: CycleCompleted
+    decisions: list[Event]
+    config: AllocatorConfig
+
+
+@dataclass
+class Divergence:
+    pool: str
+    cycle: int
+    watermark: int
+    clock: float
+    recorded: list[Event]
+    rederived: list[Event]
+    read: list[tuple[int, int, Event]]
+    """(seq, index, event) of what the cycle read since the previous recorded cycle."""
+
+    def to_builtins(self) -> dict:
+        return {
+            "pool": self.pool,
+            "cycle": self.cycle,
+            "watermark": self.watermark,
+            "clock": self.clock,
+            "recorded": msgspec.to_builtins(self.recorded),
+            "rederived": msgspec.to_builtins(self.rederived),
+            "read": [{"seq": s, "index": i, "event": msgspec.to_builtins(e)} for s, i, e in self.read],
+        }
+
+
+@dataclass
+class ReplayReport:
+    cycles: int = 0
+    events: int = 0
+    divergences: int = 0
+    first_divergence: Divergence | None = None
+    seconds: float = 0.0
+    pools: list[str] = field(default_factory=list)
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else 0.0
+
+    def to_builtins(self) -> dict:
+        return {
+            "cycles": self.cycles,
+            "events": self.events,
+            "divergences": self.divergences,
+            "first_divergence": self.first_divergence.to_builtins() if self.first_divergence else None,
+            "events_per_second": round(self.events_per_second, 1),
+        }
+
+
+def _pool_of(subject: str, subjects: Subjects) -> str | None:
+    prefix = subjects.decisions("")
+    return subject[len(prefix) :] if subject.startswith(prefix) else None
+
+
+def recorded_cycles(log: list[LoggedMessage], subjects: Subjects) -> dict[str, list[RecordedCycle]]:
+    """Every recorded cycle per pool, with the decisions published before its CycleCompleted."""
+    out: dict[str, list[RecordedCycle]] = {}
+    pending: dict[str, list[Event]] = {}
+    configs: dict[str, AllocatorConfig] = {}
+    for message in log:
+        pool = _pool_of(message.subject, subjects)
+        if pool is None:
+            continue
+        for event in message.events:
+            match event:
+                case AllocatorConfigured(config=config):
+                    configs[pool] = msgspec.convert(config, AllocatorConfig)
+                case BindRequested() | EvictionRequested():
+                    pending.setdefault(pool, []).append(event)
+                case CycleCompleted():
+                    record = RecordedCycle(
+                        pool, event, pending.pop(pool, []), configs.get(pool, AllocatorConfig())
+                    )
+                    out.setdefault(pool, []).append(record)
+    return out
+
+
+def replay(
+    log: Iterable[LoggedMessage],
+    subjects: Subjects,
+    *,
+    from_seq: int = 0,
+    to_seq: int | None = None,
+    engine: Callable[[AllocatorConfig, str], Allocator] = lambda config, pool: Allocator(
+        config, frozenset({pool})
+    ),
+) -> ReplayReport:
+    """Replay every recorded cycle whose record lies in [from_seq, to_seq]; state always folds from the start."""
+    started = time.perf_counter()
+    messages = sorted(log, key=lambda m: m.seq)
+    report = ReplayReport(events=sum(len(m.events) for m in messages))
+    cycles = recorded_cycles(messages, subjects)
+    report.pools = sorted(cycles)
+    for pool, records in sorted(cycles.items()):
+        _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, report)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, report) -> None:
+    wanted = consumed_subjects(subjects, pool)
+    records = sorted(records, key=lambda r: (r.completed.watermark, r.completed.cycle))
+    allocator: Allocator | None = None
+    config: AllocatorConfig | None = None
+    read: list[tuple[int, int, Event]] = []
+    i = 0
+
+    def run_due(upto: int) -> None:
+        nonlocal i, allocator, config, read
+        while i < len(records) and records[i].completed.watermark < upto:
+            record = records[i]
+            i += 1
+            if allocator is None or record.config != config:
+                # A new configuration means a restarted allocator: it rebuilt its state from the log.
+                allocator, config = engine(record.config, pool), record.config
+                for m in messages:
+                    if m.seq > record.completed.watermark:
+                        break
+                    if any(subject_matches(p, m.subject) for p in wanted):
+                        for event in m.events:
+                            allocator.apply(event)
+            c = record.completed
+            if c.watermark < from_seq or (to_seq is not None and c.watermark > to_seq):
+                read = []
+                continue
+            out = allocator.cycle(c.clock, cycle=c.cycle, epoch=c.epoch, watermark=c.watermark)
+            report.cycles += 1
+            got = [*out.decisions, out.completed]
+            want = [*record.decisions, c]
+            if _canonical(got) != _canonical(want):
+                report.divergences += 1
+                if report.first_divergence is None:
+                    report.first_divergence = Divergence(pool, c.cycle, c.watermark, c.clock, want, got, read)
+            read = []
+
+    for message in messages:
+        run_due(message.seq)
+        if allocator is not None and any(subject_matches(p, message.subject) for p in wanted):
+            for index, event in enumerate(message.events):
+                allocator.apply(event)
+                read.append((message.seq, index, event))
+    run_due(float("inf"))
+
+
+def _canonical(events: list[Event]) -> bytes:
+    # Postgres' jsonb keeps object keys in its own order; compare with keys sorted.
+    return msgspec.json.encode(events, order="sorted")
+
+
+# -- sources --------------------------------------------------------------------
+
+
+async def log_from_nats(bus) -> list[LoggedMessage]:
+    return [LoggedMessage(d.seq, d.subject, d.events) async for d in bus.read()]
+
+
+async def log_from_postgres(conn) -> list[LoggedMessage]:
+    """The log as the projector kept it: for history older than the stream's retention."""
+    rows = await conn.fetch(
+        "SELECT stream_seq, idx, subject, payload::text FROM events ORDER BY stream_seq, idx"
+    )
+    out: list[LoggedMessage] = []
+    for row in rows:
+        event = decode_event(row["payload"].encode())
+        if out and out[-1].seq == row["stream_seq"]:
+            out[-1].events.append(event)
+        else:
+            out.append(LoggedMessage(row["stream_seq"], row["subject"], [event]))
+    return out
+
+
+def save_log(log: Iterable[LoggedMessage], path) -> None:
+    """A log as JSON lines ``{"seq", "subject", "events"}``: shareable, replayable with ``--log``."""
+    with open(path, "wb") as out:
+        for m in log:
+            out.write(msgspec.json.encode({"seq": m.seq, "subject": m.subject, "events": m.events}) + b"\n")
+
+
+class _Line(msgspec.Struct):
+    seq: int
+    subject: str
+    events: list[Event]
+
+
+def load_log(path) -> list[LoggedMessage]:
+    decoder = msgspec.json.Decoder(_Line)
+    with open(path, "rb") as lines:
+        return [
+            LoggedMessage(x.seq, x.subject, x.events) for x in map(decoder.decode, filter(bytes.strip, lines))
+        ]
