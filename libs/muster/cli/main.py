@@ -19,6 +19,7 @@ COMMANDS = (
     "muster.cli.group_cmd",
     "muster.cli.simulate_cmd",
     "muster.cli.replay_cmd",
+    "muster.cli.why_cmd",
     "muster.cli.bench_cmd",
 )
 
