@@ -15,6 +15,8 @@ from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import SERVICES, running_system
 
 SCENARIOS = Path(__file__).parent / "scenarios"
+# Fast cycles for short tests; the dashboard on a free port so a running `muster up` cannot collide.
+SERVICE_ENV = {"MUSTER_CYCLE_INTERVAL": "0.02", "MUSTER_DASHBOARD_PORT": "0"}
 
 
 @pytest.fixture
@@ -23,7 +25,7 @@ def live(tmp_path: Path, servers: Endpoints, prefix: str):
     settings = Settings(
         home=tmp_path / "home", nats_url=servers.nats_url, pg_dsn=servers.pg_dsn, prefix=prefix
     )
-    with running_system(settings, services=SERVICES, service_env={"MUSTER_CYCLE_INTERVAL": "0.02"}) as system:
+    with running_system(settings, services=SERVICES, service_env=SERVICE_ENV) as system:
         yield system
 
 

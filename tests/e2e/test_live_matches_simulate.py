@@ -14,7 +14,7 @@ from muster.runtime.settings import Settings
 from muster.runtime.system import SERVICES, running_system
 from muster.scenario import allocator_config, load_scenario
 
-from tests.e2e.conftest import muster, status, wait_for
+from tests.e2e.conftest import SERVICE_ENV, muster, status, wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 
@@ -53,7 +53,7 @@ def test_live_status_equals_simulate_output(case, tmp_path, servers, prefix):
     settings = Settings(
         home=tmp_path / "home", nats_url=servers.nats_url, pg_dsn=servers.pg_dsn, prefix=prefix
     )
-    env = {"MUSTER_ALLOCATOR_CONFIG": str(config), "MUSTER_CYCLE_INTERVAL": "0.02"}
+    env = {**SERVICE_ENV, "MUSTER_ALLOCATOR_CONFIG": str(config)}
     with running_system(settings, services=SERVICES, service_env=env) as live:
         muster(live, "apply", "-f", str(path))
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+import time
+from pathlib import Path
 
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system, wait_until_interrupted
@@ -19,6 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run)
 
 
+def wait_for_dashboard(home: Path, timeout: float = 10.0) -> str | None:
+    """The dashboard's address, once it has written it (None if it did not come up)."""
+    path = home / "dashboard.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return json.loads(path.read_text())["url"]
+        except (FileNotFoundError, ValueError, KeyError):
+            time.sleep(0.1)
+    return None
+
+
 def _run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     env = {"MUSTER_TRACE_CONSOLE": "1"} if args.trace_console else {}
@@ -28,6 +43,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"  nats      {ep.nats_url}")
         print(f"  postgres  {ep.pg_dsn}")
         print(f"  services  {', '.join(system.processes)}  (logs in {settings.home / 'logs'})")
+        dashboard = wait_for_dashboard(settings.home)
+        if dashboard:
+            print(f"  dashboard {dashboard}")
         print("Ctrl-C to stop.")
         wait_until_interrupted(system)
     print("muster stopped.")
