@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from muster import telemetry
 from muster.bus import NatsBus, chunk_events
 from muster.events import (
     DeleteQueue,
@@ -81,7 +82,8 @@ class Client:
             submitted_at=time.time() if submitted_at is None else submitted_at,
             queue=queue,
         )
-        await self.bus.publish(self.subjects.workloads, [event], msg_id=f"submit:{uid}")
+        with telemetry.tracer().start_as_current_span("submit", attributes={"muster.workload": uid}):
+            await self.bus.publish(self.subjects.workloads, [event], msg_id=f"submit:{uid}")
         return uid
 
     async def register_nodes(self, nodes: Sequence[NodeSpec], *, tag: str = "") -> None:

@@ -50,10 +50,47 @@ def tracer(name: str = "muster") -> trace.Tracer:
 
 def inject(headers: dict[str, str], ctx: Context | None = None) -> dict[str, str]:
     """Write the W3C ``traceparent`` of ``ctx`` (default: the current one) into ``headers``."""
-    _propagator.inject(headers, context=ctx if ctx is not None else otel_context.get_current(), setter=_setter)
+    _propagator.inject(
+        headers, context=ctx if ctx is not None else otel_context.get_current(), setter=_setter
+    )
     return headers
 
 
 def extract(headers: Mapping[str, str] | None) -> Context:
     """The trace context carried by a message's headers (empty if none)."""
     return _propagator.extract(dict(headers or {}), getter=_getter)
+
+
+class JobContexts:
+    """Each job's trace context, as the message that created its pod group carried it.
+
+    A job's trace starts at submission; every service that later acts on the
+    job (placing it, binding it) records its span under that context, so one
+    trace shows the job's whole path even though decisions travel in batches.
+    """
+
+    def __init__(self) -> None:
+        self._contexts: dict[str, Context] = {}
+
+    def note(self, events, context: Context | None) -> None:
+        from muster.events import PodGroupCreated
+
+        if context is None:
+            return
+        for event in events:
+            if isinstance(event, PodGroupCreated):
+                self._contexts[event.name] = context
+
+    def get(self, job: str) -> Context | None:
+        return self._contexts.get(job)
+
+
+def job_span(name: str, job: str, contexts: JobContexts, attributes: dict | None = None, links=()) -> None:
+    """Record one finished span about ``job`` inside its trace."""
+    span = tracer().start_span(
+        name,
+        context=contexts.get(job),
+        attributes={"muster.job": job, **(attributes or {})},
+        links=list(links),
+    )
+    span.end()

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import msgspec
+from muster import telemetry
 from muster.bus import Bus, Delivery, chunk_events
 from muster.events import AllocatorConfigured, CycleCompleted, QueueStatus
 from muster.subjects import Subjects
+from opentelemetry import trace
 
 from services.allocator.engine import Allocator
 
@@ -44,9 +46,11 @@ class AllocatorHandlers:
         self.dirty = True
         self.queue_status: dict[str, QueueStatus] = {}
         self.cycles_run = 0
+        self.traces = telemetry.JobContexts()
 
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
         for delivery in deliveries:
+            self.traces.note(delivery.events, delivery.context)
             for event in delivery.events:
                 self.engine.apply(event)
                 if isinstance(event, CycleCompleted) and event.pool == self.pool:
@@ -92,8 +96,45 @@ class AllocatorHandlers:
                 )
             self.awaiting_seq = seq
             self.last_cycle = cycle
+            self._trace(out, cycle)
         await self._publish_queue_status(out.queue_status, cycle)
         return True
+
+    def _trace(self, out, cycle: int) -> None:
+        """A span for the cycle, and one in each affected job's own trace, linked to it."""
+        with telemetry.tracer().start_as_current_span(
+            "allocator.cycle",
+            attributes={
+                "muster.pool": self.pool,
+                "muster.cycle": cycle,
+                "muster.watermark": self.applied_seq,
+            },
+        ) as span:
+            link = trace.Link(span.get_span_context())
+            by_job: dict[str, list] = {}
+            for decision in out.decisions:
+                by_job.setdefault(decision.job, []).append(decision)
+            for job, decisions in sorted(by_job.items()):
+                telemetry.job_span(
+                    "allocator.decide",
+                    job,
+                    self.traces,
+                    {
+                        "muster.decision": sorted({type(d).__name__ for d in decisions}),
+                        "muster.nodes": sorted({d.node for d in decisions}),
+                        "muster.cycle": cycle,
+                    },
+                    links=[link],
+                )
+            for job, reason in sorted(out.completed.pending.items()):
+                if reason:
+                    telemetry.job_span(
+                        "allocator.wait",
+                        job,
+                        self.traces,
+                        {"muster.reason": reason, "muster.cycle": cycle},
+                        [link],
+                    )
 
     async def _publish_queue_status(self, statuses: list[QueueStatus], cycle: int) -> None:
         changed = [s for s in statuses if self.queue_status.get(s.name) != s]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from muster import telemetry
 from muster.bus import Bus, Delivery
 from muster.events import Event
 from muster.subjects import Subjects
@@ -20,11 +21,13 @@ class BinderHandlers:
         self.applied_seq = 0
         self.published = 0
         self.live = False
+        self.traces = telemetry.JobContexts()
 
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
         for delivery in deliveries:
             for event in delivery.events:
                 self.fleet.apply(event)
+            self.traces.note(delivery.events, delivery.context)
             self.applied_seq = delivery.seq
         if live:
             context = deliveries[-1].context
@@ -43,6 +46,19 @@ class BinderHandlers:
         by_pool: dict[str, list[Event]] = {}
         for event in confirmations:
             by_pool.setdefault(getattr(event, "pool", "default"), []).append(event)
+        by_job: dict[str, list[Event]] = {}
+        for event in confirmations:
+            by_job.setdefault(event.job, []).append(event)
+        for job, events in sorted(by_job.items()):
+            telemetry.job_span(
+                "binder.confirm",
+                job,
+                self.traces,
+                {
+                    "muster.outcome": sorted({type(e).__name__ for e in events}),
+                    "muster.pods": [e.pod for e in events],
+                },
+            )
         for pool, events in sorted(by_pool.items()):
             self.published += 1
             # The fleet is rebuilt from the log, so after a restart it never re-confirms

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from muster import telemetry
 from muster.bus import Bus, Delivery
 from muster.events import Event, WorkloadRejected, WorkloadSubmitted
 from muster.subjects import Subjects
@@ -36,9 +37,13 @@ class PodgrouperHandlers:
             for submission in delivery.events:
                 if not isinstance(submission, WorkloadSubmitted):
                     continue
-                await self.bus.publish(
-                    self.subjects.podgroups,
-                    group_submission(submission),
-                    msg_id=f"podgrouper:{submission.uid}",
+                with telemetry.tracer().start_as_current_span(
+                    "podgrouper.group",
                     context=delivery.context,
-                )
+                    attributes={"muster.workload": submission.uid},
+                ) as span:
+                    events = group_submission(submission)
+                    span.set_attribute("muster.jobs", [getattr(e, "name", "") for e in events])
+                    await self.bus.publish(
+                        self.subjects.podgroups, events, msg_id=f"podgrouper:{submission.uid}"
+                    )

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 
+from muster import telemetry
 from muster.cli.common import CliError
 
 # Each module adds its subparser with register(subparsers) and set_defaults(run=fn).
@@ -38,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # Spans of what the CLI submits start each job's trace (exported only where OTEL_* says).
+    telemetry.configure("muster-cli")
     if not getattr(args, "run", None):
         parser.print_help()
         return 2
