@@ -12,9 +12,10 @@ from muster import events as ev
 from muster.kernels import placement as pl
 
 from .actions import actions_for
+from .actions.victims import min_runtime
 from .config import AllocatorConfig
 from .session import RESOURCES, QueueTable, Session
-from .state import ALLOCATED, ClusterState
+from .state import ALLOCATED, ClusterState, is_stale
 from .views import ClusterSnapshot, CycleOutcome, JobView, NodeView, PodPlacement, QueueView
 
 __all__ = ["Allocator", "ClusterSnapshot", "CycleOutcome", "JobView", "NodeView", "PodPlacement", "QueueView"]
@@ -26,7 +27,7 @@ class Allocator:
     def __init__(self, config: AllocatorConfig, pools: frozenset[str] | None = None) -> None:
         self.config = config
         self.pools = pools
-        self.state = ClusterState(pools)
+        self.state = ClusterState(pools, config.fairness.usage_window if config.fairness else None)
         self.pool_label = "default" if not pools else ",".join(sorted(pools))
         self._digest = config.digest()
         self._actions = actions_for(config)
@@ -52,7 +53,7 @@ class Allocator:
     def cycle(self, clock: float, *, cycle: int, epoch: int = 0, watermark: int = 0) -> CycleOutcome:
         """One scheduling cycle at ``clock`` over the state as applied so far."""
         state = self.state
-        if self._idle is not None and self._idle[0] == state.version and self._clock_free:
+        if self._idle is not None and self._idle[0] == state.version:
             # nothing changed since a cycle that decided nothing: it would decide nothing again
             _, statuses, reasons = self._idle
             decisions: list[ev.BindRequested | ev.EvictionRequested] = []
@@ -70,7 +71,10 @@ class Allocator:
                 and name not in placed
             }
             statuses = self._queue_status(session)
-            self._idle = (state.version, statuses, reasons) if not decisions else None
+            # an idle cycle's result holds until the state changes, unless time alone could change it
+            reusable = not decisions and self.config.fairness is None
+            reusable = reusable and (self._clock_free or not self.waiting_for_time(clock))
+            self._idle = (state.version, statuses, reasons) if reusable else None
         self._last_reasons = reasons
         changed = {name: why for name, why in reasons.items() if state.prev_reasons.get(name) != why}
         for name in state.prev_reasons:
@@ -122,7 +126,7 @@ class Allocator:
             if status in ("pending", "preempted"):
                 reason = self._last_reasons.get(name, state.prev_reasons.get(name))
             jobs[name] = JobView(status=status, pods=pods, reason=reason, queue=job.queue)
-        s = self._session(0.0)
+        s = self._session(state.clock if state.clock is not None else 0.0)
         queues = {}
         for i, name in enumerate(s.table.names):
             queues[name] = QueueView(
@@ -158,7 +162,22 @@ class Allocator:
         return ClusterSnapshot(jobs=jobs, queues=queues, nodes=nodes)
 
     def waiting_for_time(self, clock: float) -> bool:
-        """Whether some job waits only for time to pass (min_runtime, stale-gang grace): none yet."""
+        """Whether a later clock alone could change a decision: a stale gang's grace is running, or a
+        pending job exists while some running job is still inside a min-runtime."""
+        state = self.state
+        names = {a.name for a in self._actions}
+        stale_on = "stale_gang_eviction" in names and self.config.stale_gang_grace >= 0
+        if stale_on and any(is_stale(state.jobs[name]) for name in sorted(state.stale_candidates)):
+            return True
+        if state.min_runtime_used and state.pending_jobs and names & {"reclaim", "preempt"}:
+            table = self._queue_table()
+            for name in sorted(state.jobs):
+                job = state.jobs[name]
+                if not job.n_running or not job.preemptible or job.last_start is None:
+                    continue
+                for kind in ("reclaim", "preempt"):
+                    if clock < job.last_start + min_runtime(state, table, job, kind):
+                        return True
         return False
 
 

@@ -20,6 +20,7 @@ from .state import (
     A_CPU,
     A_GPU,
     A_MEM,
+    ALLOCATED,
     NP_CPU,
     NP_GPU,
     NP_MEM,
@@ -30,6 +31,7 @@ from .state import (
     R_MEM,
     ClusterState,
     Job,
+    decayed_seconds,
     gpu_accounting,
 )
 
@@ -149,7 +151,7 @@ class Session:
                 limit=table.limit,
                 weight=table.weight,
                 request=self.request,
-                usage=np.zeros((q, 3)),
+                usage=self._usage(state, config, table, clock),
             ),
             self.total,
             k=config.fairness.k if config.fairness is not None else 1.0,
@@ -167,19 +169,87 @@ class Session:
         self.reasons: dict[str, str] = {}
         # pods placed in this session: job -> {pod index: (slot, devices, share, pipelined)}
         self.placed: dict[str, dict[int, tuple[int, tuple[int, ...], float, bool]]] = {}
+        # pods evicted in this session (a moved pod is in both)
+        self.evicted: dict[str, set[int]] = {}
+
+    def _usage(
+        self, state: ClusterState, config: AllocatorConfig, table: QueueTable, clock: float
+    ) -> np.ndarray:
+        """Each queue's decayed historical usage as a fraction of the cluster's decayed capacity over the
+        window (KAI's time-aware fairness, normalised by total capacity); zeros when fairness is off."""
+        q = len(table.names)
+        usage = np.zeros((q, 3))
+        f = config.fairness
+        if f is None:
+            return usage
+        raw = state.queue_usage(clock, f.usage_window, f.half_life)
+        capacity_seconds = decayed_seconds(clock, f.usage_window, f.half_life, clock - f.usage_window, clock)
+        for name in sorted(raw):
+            i = table.index.get(name)
+            if i is None:
+                continue
+            for anc in table.ancestors[i]:
+                usage[anc] += raw[name]
+        for r in range(3):
+            denom = self.total[r] * capacity_seconds
+            usage[:, r] = usage[:, r] / denom if denom > 0 else 0.0
+        return np.minimum(usage, 1.0)
 
     # -- what a job has and wants ---------------------------------------------------------------
 
     def active(self, job: Job, subgroup: str | None = None) -> int:
         """Pods of the job binding, bound or pipelined, counting this session's placements."""
         placed = self.placed.get(job.name, {})
+        evicted = self.evicted.get(job.name, ())
         if subgroup is None:
-            return job.n_active + len(placed)
+            return job.n_active - len(evicted) + len(placed)
         count = 0
         for i, req in enumerate(job.pods):
-            if req.subgroup == subgroup and (job.state[i] in (1, 2, 3) or i in placed):
+            if req.subgroup == subgroup and ((job.state[i] in (1, 2, 3) and i not in evicted) or i in placed):
                 count += 1
         return count
+
+    def victim_pods(self, job: Job) -> list[int]:
+        """Pods of the job that may be evicted now (binding or bound, untouched this session), newest index first."""
+        placed = self.placed.get(job.name, {})
+        evicted = self.evicted.get(job.name, ())
+        return [
+            i
+            for i in range(len(job.pods) - 1, -1, -1)
+            if job.state[i] in ALLOCATED and i not in evicted and i not in placed and job.node[i] >= 0
+        ]
+
+    def shift(self, job: Job, i: int, sign: int) -> None:
+        """Evict (sign 1) pod i of a running job in the working arrays, or undo that (sign -1): its
+        resources move between the used and releasing planes and leave (or re-enter) its queue's sums."""
+        slot = job.node[i]
+        req = job.pods[i]
+        ints, dev, ext = self.nodes
+        ints[slot, pl.N_CPU_USED] -= sign * req.cpu
+        ints[slot, pl.N_CPU_REL] += sign * req.cpu
+        ints[slot, pl.N_MEM_USED] -= sign * req.memory
+        ints[slot, pl.N_MEM_REL] += sign * req.memory
+        names = self.state.ext_names
+        for name, amount in req.ext:
+            if name in names:
+                e = names.index(name)
+                ext[pl.E_USED, slot, e] -= sign * amount
+                ext[pl.E_REL, slot, e] += sign * amount
+        amount = 1.0 if req.kind == pl.WHOLE else job.share[i]
+        if req.kind != pl.CPU_ONLY:
+            for d in job.gpus[i] if req.kind == pl.WHOLE else job.gpus[i][:1]:
+                used = dev[pl.D_USED, slot, d] - sign * amount
+                rel = dev[pl.D_REL, slot, d] + sign * amount
+                dev[pl.D_USED, slot, d] = 0.0 if used < pl.EPS else used
+                dev[pl.D_REL, slot, d] = 0.0 if rel < pl.EPS else rel
+            if self._gpu_index is not None:
+                gi = self._gpu_index
+                pl.rebucket(self.nodes, gi, slot)
+        self.charge(job, job.acct[i], -sign)
+        if sign > 0:
+            self.evicted.setdefault(job.name, set()).add(i)
+        else:
+            self.evicted[job.name].discard(i)
 
     def pending_pods(self, job: Job) -> list[int]:
         placed = self.placed.get(job.name, {})

@@ -16,6 +16,19 @@ Pod states and what they hold::
 
 Every transition is guarded by the current state, so a redelivered event
 changes nothing.
+
+A pod that is moved (a victim re-placed elsewhere) gets an EvictionRequested
+and then a pipelined BindRequested while it is RELEASING: the target is held
+at once (so no later cycle gives it away) and the pod becomes PIPELINED there
+when its PodEvicted arrives.
+
+Two more things are kept for clock-dependent actions, both pure functions of
+the log: when each gang was first seen running below min_available (by the
+clock of the CycleCompleted that saw it), and, when ``usage_window`` is set,
+every queue's bound-pod intervals within that window, for time-based fair
+share. An interval starts at ``PodBound.at`` and ends at ``PodCompleted.at``,
+or, for an eviction (whose confirmation carries no time), at the clock of the
+last cycle read.
 """
 
 from __future__ import annotations
@@ -106,6 +119,9 @@ class Job:
     gpus: list[tuple[int, ...]] = field(default_factory=list)
     share: list[float] = field(default_factory=list)
     acct: list[tuple[float, int, int]] = field(default_factory=list)
+    bound_at: list[float] = field(default_factory=list)
+    moves: dict[int, tuple[int, tuple[int, ...], float]] = field(default_factory=dict)
+    """pod -> (node slot, devices, share) it is moving to once its eviction is confirmed"""
     ever_ran: bool = False
     last_start: float | None = None
     n_pending: int = 0
@@ -131,6 +147,31 @@ class Node:
     spec: ev.NodeSpec
 
 
+def is_stale(job: Job) -> bool:
+    """Some pods run, but the gang (or one of its sub-groups) has fewer than its minimum, and none finished."""
+    if job.n_active == 0 or job.n_completed > 0:
+        return False
+    if job.n_active < job.min_available:
+        return True
+    for group, minimum in sorted(job.subgroups.items()):
+        active = sum(1 for i, req in enumerate(job.pods) if req.subgroup == group and job.state[i] in ACTIVE)
+        if active < minimum:
+            return True
+    return False
+
+
+def decayed_seconds(clock: float, window: float, half_life: float, start: float, end: float) -> float:
+    """Seconds of [start, end) inside (clock - window, clock], each weighted by 2^(-age / half_life)."""
+    a = max(start, clock - window)
+    b = min(end, clock)
+    if b <= a:
+        return 0.0
+    if half_life <= 0:
+        return b - a
+    tau = half_life / math.log(2)
+    return tau * (math.exp(-(clock - b) / tau) - math.exp(-(clock - a) / tau))
+
+
 def gpu_accounting(req: PodReq, dev_mem: int) -> float:
     """GPUs a placed pod counts for in its queue: a gpu-memory pod as memory / device memory, up to 0.01."""
     if req.kind == pl.MEMORY:
@@ -143,8 +184,9 @@ def gpu_accounting(req: PodReq, dev_mem: int) -> float:
 class ClusterState:
     """Everything the allocator knows, as a pure function of the events applied so far."""
 
-    def __init__(self, pools: frozenset[str] | None = None) -> None:
+    def __init__(self, pools: frozenset[str] | None = None, usage_window: float | None = None) -> None:
         self.pools = pools
+        self.usage_window = usage_window
         self.version = 0
         self.nodes: dict[str, Node] = {}
         self.free_slots: list[int] = []
@@ -159,6 +201,15 @@ class ClusterState:
         self.node_version = 0
         self.ranks_dirty = False
         self.queue_version = 0
+        self.clock: float | None = None
+        """Clock of the last CycleCompleted read."""
+        self.stale_candidates: set[str] = set()
+        """Jobs with active pods but fewer than min_available of them (sub-groups checked later)."""
+        self.stale_since: dict[str, float] = {}
+        self.usage: dict[str, list[tuple[float, float, float, float, float]]] = {}
+        """queue -> closed (start, end, gpu, cpu, memory) intervals of bound pods, when usage_window is set."""
+        self.min_runtime_used = False
+        """Whether any job or queue sets a min_runtime (else protection never applies)."""
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -313,7 +364,7 @@ class ClusterState:
         if state in ACTIVE:
             job.n_active += sign
 
-    def _transition(self, job: Job, i: int, new: int) -> None:
+    def _transition(self, job: Job, i: int, new: int, at: float | None = None) -> None:
         old = job.state[i]
         self._count(job, i, old, -1)
         job.state[i] = new
@@ -322,6 +373,15 @@ class ClusterState:
             self.pending_jobs.add(job.name)
         else:
             self.pending_jobs.discard(job.name)
+        if job.n_active > 0 and (job.n_active < job.min_available or job.subgroups):
+            self.stale_candidates.add(job.name)
+        else:
+            self.stale_candidates.discard(job.name)
+            self.stale_since.pop(job.name, None)
+        if old == BOUND and new != BOUND:
+            if at is None:
+                at = self.clock if self.clock is not None else job.bound_at[i]
+            self._close_usage(job, i, at)
         self.version += 1
 
     # -- events ---------------------------------------------------------------------------------
@@ -343,6 +403,8 @@ class ClusterState:
             case ev.QueueUpserted(queue=spec):
                 if self.queues.get(spec.name) != spec:
                     self.queues[spec.name] = spec
+                    if spec.min_runtime is not None:
+                        self.min_runtime_used = True
                     self.queue_version += 1
                     self.version += 1
             case ev.QueueDeleted(name=name):
@@ -355,7 +417,11 @@ class ClusterState:
             case ev.PodGroupDeleted(name=name):
                 self._delete_job(name)
             case ev.BindRequested():
-                self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, event.pipelined)
+                job = self.jobs.get(event.job)
+                if job is not None and 0 <= event.pod < len(job.pods) and job.state[event.pod] == RELEASING:
+                    self._record_move(job, event.pod, event.node, event.gpus, event.gpu_share)
+                else:
+                    self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, event.pipelined)
             case ev.PodBound():
                 job = self.jobs.get(event.job)
                 if job is None or not 0 <= event.pod < len(job.pods):
@@ -366,13 +432,18 @@ class ClusterState:
                     if job.state[event.pod] == PIPELINED:
                         self._transition(job, event.pod, BINDING)
                     was_running = any(s == BOUND for s in job.state)
+                    job.bound_at[event.pod] = event.at
                     self._transition(job, event.pod, BOUND)
                     job.ever_ran = True
                     if not was_running:
                         job.last_start = event.at
             case ev.BindFailed():
                 job = self.jobs.get(event.job)
-                if job is not None and 0 <= event.pod < len(job.pods) and job.state[event.pod] in HOLDING:
+                if job is None or not 0 <= event.pod < len(job.pods):
+                    return
+                if job.state[event.pod] == RELEASING and event.pod in job.moves:
+                    self._drop_move(job, event.pod)
+                elif job.state[event.pod] in HOLDING:
                     self._release(job, event.pod, pl.D_USED)
             case ev.EvictionRequested():
                 job = self.jobs.get(event.job)
@@ -387,6 +458,13 @@ class ClusterState:
                 st = job.state[event.pod]
                 if st == RELEASING:
                     self._release(job, event.pod, pl.D_REL)
+                    move = job.moves.get(event.pod)
+                    if move is not None:
+                        self._drop_move(job, event.pod)
+                        slot, gpus, share = move
+                        name = self.slot_names[slot] if 0 <= slot < len(self.slot_names) else None
+                        if name is not None:
+                            self._bind(job.name, event.pod, name, list(gpus), share, True)
                 elif st in HOLDING:
                     self._release(job, event.pod, pl.D_USED)
             case ev.PodCompleted():
@@ -396,13 +474,16 @@ class ClusterState:
                 st = job.state[event.pod]
                 if st == RELEASING:
                     self._hold(job, event.pod, -1, pl.D_REL)
+                    if event.pod in job.moves:
+                        self._drop_move(job, event.pod)
                 elif st in HOLDING:
                     self._hold(job, event.pod, -1, pl.D_USED)
                 if st in (*HOLDING, RELEASING):
                     self._frac_mark(job, event.pod, -1)
                 if st != COMPLETED:
-                    self._transition(job, event.pod, COMPLETED)
+                    self._transition(job, event.pod, COMPLETED, at=event.at)
             case ev.CycleCompleted():
+                self._advance_clock(event.clock)
                 for name, reason in event.pending.items():
                     if reason:
                         self.prev_reasons[name] = reason
@@ -434,8 +515,11 @@ class ClusterState:
             gpus=[()] * n,
             share=[0.0] * n,
             acct=[(0.0, 0, 0)] * n,
+            bound_at=[0.0] * n,
         )
         job.n_completed = n
+        if e.min_runtime:
+            self.min_runtime_used = True
         self.jobs[e.name] = job
         for i in range(n):
             self._transition(job, i, PENDING)
@@ -445,8 +529,12 @@ class ClusterState:
         job = self.jobs.get(name)
         if job is None:
             return
+        for i in sorted(job.moves):
+            self._drop_move(job, i)
         for i in range(len(job.pods)):
             st = job.state[i]
+            if st == BOUND:
+                self._close_usage(job, i, self.clock if self.clock is not None else job.bound_at[i])
             if st in HOLDING:
                 self._hold(job, i, -1, pl.D_USED)
             elif st == RELEASING:
@@ -456,6 +544,8 @@ class ClusterState:
             self._count(job, i, st, -1)
         del self.jobs[name]
         self.pending_jobs.discard(name)
+        self.stale_candidates.discard(name)
+        self.stale_since.pop(name, None)
         self.version += 1
 
     def _bind(
@@ -479,6 +569,88 @@ class ClusterState:
         self._hold(job, i, +1, pl.D_USED)
         self._frac_mark(job, i, +1)
         self._transition(job, i, PIPELINED if pipelined else BINDING)
+
+    def _record_move(self, job: Job, i: int, node_name: str, gpus: list[int], share: float) -> None:
+        node = self.nodes.get(node_name)
+        if node is None or i in job.moves:
+            return
+        req = job.pods[i]
+        if req.kind == pl.MEMORY and not share:
+            dev_mem = node.spec.resources.gpu_memory
+            share = req.gpu_memory / dev_mem if dev_mem else 0.0
+        elif req.kind == pl.FRACTION and not share:
+            share = req.share
+        job.moves[i] = (
+            node.slot,
+            tuple(int(g) for g in gpus),
+            share if req.kind in (pl.FRACTION, pl.MEMORY) else 0.0,
+        )
+        self._hold_target(job, i, +1)
+        self.version += 1
+
+    def _drop_move(self, job: Job, i: int) -> None:
+        self._hold_target(job, i, -1)
+        del job.moves[i]
+        self.version += 1
+
+    def _hold_target(self, job: Job, i: int, sign: int) -> None:
+        """Hold (or let go of) the resources of pod i's move target, in the used plane."""
+        slot, gpus, share = job.moves[i]
+        saved = (job.node[i], job.gpus[i], job.share[i])
+        job.node[i], job.gpus[i], job.share[i] = slot, gpus, share
+        self._hold(job, i, sign, pl.D_USED)
+        self._frac_mark(job, i, sign)
+        job.node[i], job.gpus[i], job.share[i] = saved
+
+    # -- history for clock-dependent actions ------------------------------------------------------
+
+    def _advance_clock(self, clock: float) -> None:
+        self.clock = clock if self.clock is None else max(self.clock, clock)
+        for name in sorted(self.stale_candidates):
+            if not is_stale(self.jobs[name]):
+                self.stale_since.pop(name, None)
+            elif name not in self.stale_since:
+                self.stale_since[name] = clock
+        if self.usage_window is not None:
+            horizon = self.clock - self.usage_window
+            for queue in sorted(self.usage):
+                kept = [iv for iv in self.usage[queue] if iv[1] > horizon]
+                if len(kept) != len(self.usage[queue]):
+                    self.usage[queue] = kept
+
+    def _close_usage(self, job: Job, i: int, end: float) -> None:
+        if self.usage_window is None:
+            return
+        start = job.bound_at[i]
+        end = max(start, end)
+        if end > start:
+            gpu, cpu, mem = job.acct[i]
+            self.usage.setdefault(job.queue, []).append((start, end, gpu, float(cpu), float(mem)))
+
+    def queue_usage(self, clock: float, window: float, half_life: float) -> dict[str, list[float]]:
+        """Per leaf queue, resource-seconds of bound pods within ``window`` before ``clock``,
+        each second weighted by 2^(-age / half_life) (no decay when half_life is 0)."""
+        out: dict[str, list[float]] = {}
+
+        def add(queue: str, start: float, end: float, amounts: tuple[float, float, float]) -> None:
+            w = decayed_seconds(clock, window, half_life, start, end)
+            if w > 0:
+                row = out.setdefault(queue, [0.0, 0.0, 0.0])
+                for r in range(3):
+                    row[r] += w * amounts[r]
+
+        for queue in sorted(self.usage):
+            for start, end, gpu, cpu, mem in self.usage[queue]:
+                add(queue, start, end, (gpu, cpu, mem))
+        for name in sorted(self.jobs):
+            job = self.jobs[name]
+            if not job.n_running:
+                continue
+            for i, st in enumerate(job.state):
+                if st == BOUND:
+                    gpu, cpu, mem = job.acct[i]
+                    add(job.queue, job.bound_at[i], clock, (gpu, float(cpu), float(mem)))
+        return out
 
     def _release(self, job: Job, i: int, plane: int) -> None:
         self._hold(job, i, -1, plane)

@@ -1,6 +1,8 @@
-"""A statement: tentative placements for one job, committed together or undone (KAI's statement.go)."""
+"""A statement: tentative placements and evictions for one job, committed together or undone (KAI's statement.go)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from muster import events as ev
@@ -10,12 +12,22 @@ from .session import Session
 from .state import Job
 
 
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """Why a pod is evicted: the action, the job it makes room for, the rule that allowed it."""
+
+    action: str
+    for_job: str | None
+    reason: str
+
+
 class Statement:
-    """Placements applied to the session's node arrays at once, turned into decisions only on commit."""
+    """Placements and evictions applied to the session's working state at once, turned into decisions only
+    on commit. Operations are undone newest first."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.ops: list[tuple[Job, list[int], pl.PodArrays, pl.Placement]] = []
+        self.ops: list[tuple] = []
 
     def place(self, job: Job, pods: list[int], restrict: np.ndarray | None = None) -> pl.Placement:
         """Place ``pods`` of ``job`` greedily; a partial result stays applied until rollback or discard."""
@@ -24,26 +36,42 @@ class Statement:
         result = pl.place(
             s.nodes, arrays, s.config.placement_gpu, s.config.placement_cpu, index=s.gpu_index()
         )
-        self.ops.append((job, pods, arrays, result))
+        self.ops.append(("place", job, pods, arrays, result))
         return result
+
+    def evict(self, job: Job, pod: int, why: Eviction) -> None:
+        """Evict a running pod: its resources become releasing (others may be pipelined onto them)."""
+        self.session.shift(job, pod, +1)
+        self.ops.append(("evict", job, pod, why))
 
     def checkpoint(self) -> int:
         return len(self.ops)
 
     def rollback(self, checkpoint: int) -> None:
-        """Undo every placement made after ``checkpoint``, newest first."""
+        """Undo every operation made after ``checkpoint``, newest first."""
         s = self.session
         while len(self.ops) > checkpoint:
-            _, _, arrays, result = self.ops.pop()
-            pl.unplace(s.nodes, arrays, result, index=s.gpu_index())
+            op = self.ops.pop()
+            if op[0] == "place":
+                _, _, _, arrays, result = op
+                pl.unplace(s.nodes, arrays, result, index=s.gpu_index())
+            else:
+                s.shift(op[1], op[2], -1)
 
     def discard(self) -> None:
         self.rollback(0)
 
+    def evictions(self) -> list[tuple[Job, int, Eviction]]:
+        """(job, pod, why) of every eviction, in order."""
+        return [(op[1], op[2], op[3]) for op in self.ops if op[0] == "evict"]
+
     def placements(self) -> list[tuple[Job, int, int, tuple[int, ...], float, bool]]:
         """(job, pod, node slot, devices, share, pipelined) of every pod placed, in order."""
         out = []
-        for job, pods, _, result in self.ops:
+        for op in self.ops:
+            if op[0] != "place":
+                continue
+            _, job, pods, _, result = op
             k = result.count
             # one conversion per result: element access on numpy arrays costs more than the loop
             nodes = result.node[:k].tolist()
@@ -55,9 +83,32 @@ class Statement:
                 out.append((job, pods[row], nodes[row], devs, shares[row], piped[row]))
         return out
 
-    def commit(self, pipeline_all: bool = False, placements: list | None = None) -> int:
-        """Turn the placements into BindRequested decisions and charge the queues; returns binds."""
+    def commit(
+        self,
+        pipeline_all: bool = False,
+        placements: list | None = None,
+        reasons: dict[str, Eviction] | None = None,
+    ) -> int:
+        """Turn the evictions, then the placements, into decisions and charge the queues; returns binds.
+
+        ``reasons`` overrides the recorded reason per victim job name."""
         s = self.session
+        for job, pod, why in self.evictions():
+            why = (reasons or {}).get(job.name, why)
+            node_name = s.slot_names[job.node[pod]] or ""
+            s.decisions.append(
+                ev.EvictionRequested(
+                    job=job.name,
+                    pod=pod,
+                    node=node_name,
+                    pool=job.pool,
+                    cycle=s.cycle,
+                    epoch=s.epoch,
+                    action=why.action,
+                    for_job=why.for_job,
+                    reason=why.reason,
+                )
+            )
         n = 0
         for job, pod, slot, devs, share, pipelined in (
             placements if placements is not None else self.placements()

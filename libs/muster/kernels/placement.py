@@ -528,6 +528,11 @@ def build_gpu_index(nodes: NodeArrays, in_scope: np.ndarray, strategy_gpu: str =
     )
 
 
+def rebucket(nodes: NodeArrays, index: GpuIndex, slot: int) -> None:
+    """Re-file node ``slot`` in ``index`` after its devices changed outside ``place``/``unplace``."""
+    _rebucket(nodes.ints, nodes.dev, slot, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+
+
 @njit(cache=True)
 def _index_all(ints, dev, slots, bits, counts, bucket_of, sg):
     for i in range(slots.shape[0]):

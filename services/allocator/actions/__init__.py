@@ -14,6 +14,10 @@ from typing import Protocol
 from ..config import AllocatorConfig
 from ..session import Session
 from .allocate import AllocateAction
+from .consolidate import ConsolidateAction
+from .preempt import PreemptAction
+from .reclaim import ReclaimAction
+from .stale import StaleGangEvictionAction
 
 
 class Action(Protocol):
@@ -26,6 +30,10 @@ class Action(Protocol):
 
 REGISTRY: dict[str, Callable[[], Action]] = {
     "allocate": AllocateAction,
+    "consolidate": ConsolidateAction,
+    "reclaim": ReclaimAction,
+    "preempt": PreemptAction,
+    "stale_gang_eviction": StaleGangEvictionAction,
 }
 
 

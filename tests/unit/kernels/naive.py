@@ -6,7 +6,8 @@ import math
 
 
 def fair_share(queues: list[dict], total: list[float], k: float = 1.0) -> list[list[float]]:
-    """queues: dicts with parent (index or None), priority, quota, limit, weight, request (3 lists each)."""
+    """queues: dicts with parent (index or None), priority, quota, limit, weight, request (3 lists each),
+    optionally usage (3 floats: historical usage as a fraction of capacity, 0 when absent)."""
     fair = [[0.0] * 3 for _ in queues]
 
     def divide(members: list[int], amount: float, r: int) -> None:
@@ -45,7 +46,8 @@ def fair_share(queues: list[dict], total: list[float], k: float = 1.0) -> list[l
                 for q in group:
                     if not satisfied(q):
                         nw = queues[q]["weight"][r] / tw
-                        w[q] = max(0.0, nw + k * nw)
+                        used = queues[q].get("usage", [0.0, 0.0, 0.0])[r]
+                        w[q] = max(0.0, nw + k * (nw - used))
                 ws = sum(w.values())
                 if ws == 0:
                     break

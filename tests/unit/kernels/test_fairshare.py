@@ -15,7 +15,7 @@ def arrays(queues: list[dict]) -> QueueArrays:
         limit=np.array([q["limit"] for q in queues], dtype=float).reshape(-1, 3),
         weight=np.array([q["weight"] for q in queues], dtype=float).reshape(-1, 3),
         request=np.array([q["request"] for q in queues], dtype=float).reshape(-1, 3),
-        usage=np.zeros((len(queues), 3)),
+        usage=np.array([q.get("usage", [0.0, 0.0, 0.0]) for q in queues], dtype=float).reshape(-1, 3),
     )
 
 
@@ -72,6 +72,19 @@ def test_children_divide_their_parents_fair_share():
     assert shares[3] > shares[2]
 
 
+def test_past_usage_shifts_the_surplus_toward_the_queue_that_used_less():
+    heavy = {**q(0, 8), "usage": [1.0, 0.0, 0.0]}
+    light = q(0, 8)
+    got = fair_share(arrays([heavy, light]), np.array([8.0, 0.0, 0.0]), k=0.5)[:, 0]
+    assert list(got) == [2, 6]
+
+
+def test_usage_does_not_touch_deserved_quota():
+    heavy = {**q(4, 8), "usage": [1.0, 0.0, 0.0]}
+    got = fair_share(arrays([heavy, q(4, 8)]), np.array([8.0, 0.0, 0.0]), k=1.0)[:, 0]
+    assert list(got) == [4, 4]
+
+
 def test_rejects_a_parent_cycle():
     with pytest.raises(ValueError, match="queues.parent"):
         gpu_shares([q(parent=1), q(parent=0)], 8)
@@ -99,13 +112,17 @@ queue_strategy = st.fixed_dictionaries(
 @given(
     st.lists(queue_strategy, min_size=1, max_size=12),
     st.lists(st.sampled_from([0.0, 3.0, 8.0, 17.0, 64.0]), min_size=3, max_size=3),
+    st.lists(
+        st.lists(st.sampled_from([0.0, 0.1, 0.5, 1.0]), min_size=3, max_size=3), min_size=12, max_size=12
+    ),
+    st.sampled_from([0.0, 0.5, 1.0, 2.0]),
 )
-def test_kernel_matches_the_naive_division(raw, total):
+def test_kernel_matches_the_naive_division(raw, total, usage, k):
     queues = []
     for i, r in enumerate(raw):
         # parents only point backwards, so the tree is acyclic; negative picks are top level
         parent = r["parent_pick"] % i if i and r["parent_pick"] >= 0 else None
-        queues.append({**r, "parent": parent})
+        queues.append({**r, "parent": parent, "usage": usage[i]})
     # a parent's request is the sum of its subtree's, as the allocator computes it
     for i in range(len(queues) - 1, -1, -1):
         p = queues[i]["parent"]
@@ -113,6 +130,6 @@ def test_kernel_matches_the_naive_division(raw, total):
             queues[p]["request"] = [
                 a + b for a, b in zip(queues[p]["request"], queues[i]["request"], strict=True)
             ]
-    got = fair_share(arrays(queues), np.array(total))
-    want = naive.fair_share(queues, total)
+    got = fair_share(arrays(queues), np.array(total), k=k)
+    want = naive.fair_share(queues, total, k=k)
     np.testing.assert_allclose(got, np.array(want).reshape(-1, 3), atol=1e-9)

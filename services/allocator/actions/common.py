@@ -1,0 +1,88 @@
+"""What the actions after allocate share: the pending jobs in queue/job order, running jobs by leaf queue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import reasons
+from ..ordering import JobQueue, job_key
+from ..session import Session
+from ..state import Job
+
+EPS = 1e-9
+
+Request = tuple[float, float, float]
+
+
+def pending_order(s: Session) -> tuple[JobQueue | None, Callable[[Job], tuple[list[int], Request]]]:
+    """Jobs that still have pods to place, in KAI's queue/job order, and their pods-to-place with request."""
+    table = s.table
+    leaf_jobs: dict[int, list[Job]] = {}
+    for name in sorted(s.state.pending_jobs):
+        job = s.state.jobs[name]
+        q = table.index.get(job.queue)
+        if q is None or table.children[q] or any(p.invalid for p in job.pods):
+            continue
+        leaf_jobs.setdefault(q, []).append(job)
+    requests: dict[str, tuple[list[int], Request]] = {}
+
+    def to_place(job: Job) -> tuple[list[int], Request]:
+        hit = requests.get(job.name)
+        if hit is None:
+            pods = s.pods_to_place(job)
+            hit = requests[job.name] = (pods, s.request_of(job, pods))
+        return hit
+
+    if not leaf_jobs:
+        return None, to_place
+    order = JobQueue(
+        s.shares,
+        table.parent,
+        leaf_jobs,
+        lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
+        lambda j: to_place(j)[1],
+    )
+    return order, to_place
+
+
+def running_by_leaf(s: Session, keep: Callable[[Job], bool]) -> dict[int, list[Job]]:
+    """Preemptible jobs with pods that could be evicted now, by leaf queue index."""
+    out: dict[int, list[Job]] = {}
+    table = s.table
+    for name in sorted(s.state.jobs):
+        job = s.state.jobs[name]
+        if not job.n_running or not job.preemptible or not keep(job):
+            continue
+        q = table.index.get(job.queue)
+        if q is not None:
+            out.setdefault(q, []).append(job)
+    return out
+
+
+def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
+    return (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods))
+
+
+def limit_reason(s: Session, job: Job, req: Request, alloc: list[list[float]] | None = None) -> str | None:
+    """A limit at the leaf or an ancestor that ``req`` would exceed on top of ``alloc`` (default: now)."""
+    table = s.table
+    alloc = s.alloc if alloc is None else alloc
+    for q in table.ancestors[table.index[job.queue]]:
+        for r in range(3):
+            limit = table.limit[q, r]
+            if limit != -1 and req[r] != 0 and alloc[q][r] + req[r] > limit + EPS:
+                return reasons.over_limit(table.names[q], r, limit, alloc[q][r], req[r])
+    return None
+
+
+def quota_reason(s: Session, job: Job, req: Request) -> str | None:
+    """For a non-preemptible job, a quota at the leaf or an ancestor that ``req`` would exceed."""
+    if job.preemptible:
+        return None
+    table = s.table
+    for q in table.ancestors[table.index[job.queue]]:
+        for r in range(3):
+            quota = table.quota[q, r]
+            if quota != -1 and req[r] != 0 and s.alloc_np[q][r] + req[r] > quota + EPS:
+                return reasons.non_preemptible_over_quota(table.names[q], r, quota, s.alloc_np[q][r], req[r])
+    return None

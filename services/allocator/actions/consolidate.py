@@ -1,0 +1,69 @@
+"""KAI's consolidation (§8): move running preemptible pods so that a pending job fits; nobody is killed.
+
+Only preemptible pending jobs, and only when the cluster's free GPUs (idle,
+releasing, and free parts of shared devices) could hold the job's GPUs at
+all. Victims come from any queue at any priority; a scenario counts only if
+every victim it evicts lands again. Min-runtime does not apply.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from muster.kernels import placement as pl
+
+from ..session import Session
+from ..state import Job
+from . import solver
+from .common import EPS, Request, limit_reason, pending_order, quota_reason, running_by_leaf, shape_key
+from .victims import victim_order
+
+
+class ConsolidateAction:
+    name = "consolidate"
+    clock_dependent = False
+
+    def run(self, s: Session) -> None:
+        order, to_place = pending_order(s)
+        if order is None:
+            return
+        running = running_by_leaf(s, lambda j: not (j.topology is not None and j.topology.required))
+        if not running:
+            return
+        failed: set[tuple] = set()
+        while (job := order.pop()) is not None:
+            pods, req = to_place(job)
+            if pods:
+                self._attempt(s, job, pods, req, running, failed)
+            order.done(job, False)
+
+    def _attempt(
+        self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
+    ) -> None:
+        if not job.preemptible or (job.topology is not None and job.topology.required):
+            return
+        if limit_reason(s, job, req) or quota_reason(s, job, req):
+            return
+        if free_gpus(s) + EPS < req[0]:
+            return
+        key = shape_key(s, job, pods)
+        if key in failed:
+            return
+        by_leaf = {
+            q: [(j, False) for j in jobs if j.name != job.name and s.victim_pods(j)]
+            for q, jobs in running.items()
+        }
+        by_leaf = {q: v for q, v in by_leaf.items() if v}
+        if not by_leaf:
+            return
+        sol = solver.solve(s, job, pods, victim_order(s, by_leaf), self.name, all_must_move=True)
+        if sol is None:
+            failed.add(key)
+            return
+        solver.commit(s, job, sol, lambda u: f"moved to make room for {job.name}")
+
+
+def free_gpus(s: Session) -> float:
+    """GPU devices not held by running pods on served nodes (idle, releasing, free parts of shared devices)."""
+    ints, dev = s.nodes.ints, s.nodes.dev
+    free = ints[:, pl.N_GPUS] - dev[pl.D_USED].sum(axis=1)
+    return float(np.sum(free[s.in_scope]))

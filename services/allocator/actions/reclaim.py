@@ -1,0 +1,185 @@
+"""KAI's reclaim action (§6): a queue below its fair share takes back resources other queues hold over theirs.
+
+Victims come from other leaf queues, in victim order, minus jobs still in
+their reclaim min-runtime. A solution is kept only if every killed victim
+group passes a reclaim strategy at the level where the two queue paths
+split (fair-share reclaim: the victim side holds more than max(quota, fair
+share); quota reclaim: the reclaimer side is within quota and the victim
+side above it), and if queue ordering is preserved afterwards.
+"""
+
+from __future__ import annotations
+
+from ..reasons import RES_NAMES, amount
+from ..session import Session
+from ..state import Job
+from . import solver
+from .common import EPS, Request, limit_reason, pending_order, quota_reason, running_by_leaf, shape_key
+from .victims import Unit, protected, victim_order
+
+UNLIMITED = -1.0
+
+
+class ReclaimAction:
+    name = "reclaim"
+    clock_dependent = True
+
+    def run(self, s: Session) -> None:
+        running = running_by_leaf(s, lambda j: True)
+        if not running:
+            return
+        order, to_place = pending_order(s)
+        if order is None:
+            return
+        failed: set[tuple] = set()
+        while (job := order.pop()) is not None:
+            pods, req = to_place(job)
+            if pods:
+                self._attempt(s, job, pods, req, running, failed)
+            order.done(job, False)
+
+    def _attempt(
+        self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
+    ) -> None:
+        if job.topology is not None and job.topology.required:
+            return
+        leaf = s.table.index[job.queue]
+        fair, alloc = s.shares.fair[leaf], s.alloc[leaf]
+        if any(alloc[r] + req[r] > fair[r] + EPS for r in range(3)):
+            return  # only a queue that stays within its fair share reclaims
+        if limit_reason(s, job, req) or quota_reason(s, job, req):
+            return
+        key = shape_key(s, job, pods)
+        if key in failed:
+            return
+        by_leaf = {
+            q: [(j, protected(s, j, "reclaim")) for j in jobs]
+            for q, jobs in running.items()
+            if q != leaf and could_give(s, leaf, q, req) and any(s.victim_pods(j) for j in jobs)
+        }
+        if not by_leaf:
+            failed.add(key)
+            return
+        before = [row[:] for row in s.alloc]
+        sol = solver.solve(s, job, pods, victim_order(s, by_leaf), self.name)
+        if sol is None:
+            failed.add(key)
+            return
+        killed = sol.killed()
+        texts = check(s, job, req, before, killed)
+        if texts is None:
+            sol.stmt.discard()
+            failed.add(key)
+            return
+        solver.commit(s, job, sol, lambda u: texts[u.job.name])
+
+
+def split(s: Session, mine: int, theirs: int) -> tuple[int, int]:
+    """The reclaimer's and the victim's ancestors that are siblings, where the two queue paths split."""
+    table = s.table
+    a = list(reversed(table.ancestors[mine]))
+    b = list(reversed(table.ancestors[theirs]))
+    lvl = 0
+    while lvl < len(a) - 1 and lvl < len(b) - 1 and a[lvl] == b[lvl]:
+        lvl += 1
+    return a[lvl], b[lvl]
+
+
+def could_give(s: Session, leaf: int, victim_leaf: int, req: Request) -> bool:
+    """A cheap test before any search: the victim side holds more than its fair share, or more than its
+    quota while the reclaimer side is within its own."""
+    rq, v = split(s, leaf, victim_leaf)
+    table, shares, alloc = s.table, s.shares, s.alloc
+    for r in range(3):
+        cap = shares.allocatable[v][r]
+        if cap != UNLIMITED and alloc[v][r] > cap + EPS:
+            return True
+    if all(
+        table.quota[rq, r] == UNLIMITED or alloc[rq][r] + req[r] <= table.quota[rq, r] + EPS for r in range(3)
+    ):
+        return any(table.quota[v, r] != UNLIMITED and alloc[v][r] > table.quota[v, r] + EPS for r in range(3))
+    return False
+
+
+def check(
+    s: Session, job: Job, req: Request, before: list[list[float]], killed: list[Unit]
+) -> dict[str, str] | None:
+    """The rule that allows each killed victim (by job name), or None if the solution breaks the rules."""
+    table, shares = s.table, s.shares
+    names = table.names
+    rem = [row[:] for row in before]
+    leaf = table.index[job.queue]
+    lost: set[int] = set()
+    texts: dict[str, str] = {}
+    for u in killed:
+        vleaf = table.index[u.job.queue]
+        rq, v = split(s, leaf, vleaf)
+        text = None
+        for r in range(3):
+            cap = shares.allocatable[v][r]
+            if cap != UNLIMITED and rem[v][r] > cap + EPS:
+                text = (
+                    f"fair-share reclaim for {job.name}: queue {names[v]} holds {amount(r, rem[v][r])} "
+                    f"{RES_NAMES[r]}, over its fair share of {amount(r, cap)}"
+                )
+                break
+        if text is None:
+            within = all(
+                table.quota[rq, r] == UNLIMITED or before[rq][r] + req[r] <= table.quota[rq, r] + EPS
+                for r in range(3)
+            )
+            for r in range(3):
+                quota = table.quota[v, r]
+                if within and quota != UNLIMITED and rem[v][r] > quota + EPS:
+                    text = (
+                        f"quota reclaim for {job.name}: queue {names[rq]} is within its quota and queue "
+                        f"{names[v]} holds {amount(r, rem[v][r])} {RES_NAMES[r]}, over its quota of "
+                        f"{amount(r, quota)}"
+                    )
+                    break
+        if text is None:
+            return None
+        texts.setdefault(u.job.name, text)
+        for a in table.ancestors[vleaf]:
+            lost.add(a)
+            row = rem[a]
+            for r in range(3):
+                row[r] -= u.res[r]
+    if not _ordering_preserved(s, job, req, before, rem, lost, killed):
+        return None
+    return texts
+
+
+def _ordering_preserved(
+    s: Session,
+    job: Job,
+    req: Request,
+    before: list[list[float]],
+    rem: list[list[float]],
+    lost: set[int],
+    killed: list[Unit],
+) -> bool:
+    """The reclaimer (at each level) must end strictly less saturated than every sibling that lost."""
+    table, fair = s.table, s.shares.fair
+    mult = s.config.reclaimer_utilization_multiplier
+    involved = [r for r in range(3) if req[r] > 0 or any(u.res[r] > 0 for u in killed)]
+    top = [q for q in range(len(table.names)) if table.parent[q] < 0]
+    for a in table.ancestors[table.index[job.queue]]:
+        p = table.parent[a]
+        siblings = table.children[p] if p >= 0 else top
+        for sib in siblings:
+            if sib == a or sib not in lost:
+                continue
+            for r in involved:
+                mine = _ratio(rem[a][r] + req[r], fair[a][r])
+                if mine <= 1.0 + EPS or fair[sib][r] <= 0:
+                    continue
+                if mine * mult >= rem[sib][r] / fair[sib][r] - EPS:
+                    return False
+    return True
+
+
+def _ratio(allocated: float, fair: float) -> float:
+    if fair > 0:
+        return allocated / fair
+    return float("inf") if allocated > EPS else 0.0

@@ -1,0 +1,45 @@
+"""KAI's stale gang eviction (§10): a gang running below its minimum longer than the grace period loses all its pods.
+
+A gang is stale while some pods run but fewer than min_available (or than a
+sub-group's minimum), and none has finished. Staleness starts at the clock
+of the first cycle that saw it (recorded in the state from CycleCompleted);
+a negative grace never evicts. Preemptibility does not protect.
+"""
+
+from __future__ import annotations
+
+from ..reasons import _num
+from ..session import Session
+from ..state import is_stale
+from ..statement import Eviction, Statement
+
+
+class StaleGangEvictionAction:
+    name = "stale_gang_eviction"
+    clock_dependent = True
+
+    def run(self, s: Session) -> None:
+        grace = s.config.stale_gang_grace
+        state = s.state
+        if grace < 0 or not state.stale_candidates:
+            return
+        for name in sorted(state.stale_candidates):
+            job = state.jobs[name]
+            if name in s.placed or name in s.evicted or not is_stale(job):
+                continue
+            since = state.stale_since.get(name, s.clock)
+            if s.clock - since < grace:
+                continue
+            pods = s.victim_pods(job)
+            if not pods:
+                continue
+            why = Eviction(
+                self.name,
+                None,
+                f"stale gang: {s.active(job)} of at least {job.min_available} pods running for "
+                f"{_num(s.clock - since)}s (grace {_num(grace)}s)",
+            )
+            stmt = Statement(s)
+            for p in sorted(pods):
+                stmt.evict(job, p, why)
+            stmt.commit()

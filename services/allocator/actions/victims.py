@@ -1,0 +1,126 @@
+"""Who gives way, and in what order (§3.3, §9): victim units across queues, min-runtime protection.
+
+A victim job gives one pod at a time while it runs above min_available
+(newest pod first), then all its remaining pods together. Inside a leaf
+queue the lowest-priority job goes first, jobs above their minimum before
+the others, the newest first. Across queues, the queue that would be served
+*last* by queue order gives next, compared with what it would hold after
+the victims already chosen; so the order is produced lazily and re-sorted
+after every pick.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..session import QueueTable, Session
+from ..state import ClusterState, Job
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Pods of one victim job that are evicted together."""
+
+    job: Job
+    pods: tuple[int, ...]
+    res: tuple[float, float, float]
+    surplus: bool
+    """One pod above the job's min_available (the job survives without it)."""
+
+
+def units_of(s: Session, job: Job, protected: bool) -> list[Unit]:
+    """The job's victim units in order; a protected job gives only pods above its minimum."""
+    pods = s.victim_pods(job)
+    active = s.active(job)
+    out = []
+    while pods and active > job.min_available:
+        p = pods.pop(0)
+        out.append(Unit(job, (p,), _res(job, [p]), True))
+        active -= 1
+    if pods and not protected:
+        out.append(Unit(job, tuple(pods), _res(job, pods), False))
+    return out
+
+
+def _res(job: Job, pods: list[int]) -> tuple[float, float, float]:
+    gpu = cpu = mem = 0.0
+    for p in pods:
+        a = job.acct[p]
+        gpu += a[0]
+        cpu += a[1]
+        mem += a[2]
+    return (gpu, cpu, mem)
+
+
+def victim_job_key(s: Session, job: Job) -> tuple:
+    """Inside a leaf queue: lowest priority, above min_available, newest, then name (reversed)."""
+    above = s.active(job) > job.min_available
+    return (job.priority, not above, -job.submitted_at, _reverse(job.name))
+
+
+def _reverse(name: str) -> tuple[int, ...]:
+    return tuple(-ord(c) for c in name) + (1,)
+
+
+def min_runtime(state: ClusterState, table: QueueTable, job: Job, kind: str) -> float:
+    """Seconds the job is protected from ``kind`` (preempt | reclaim): its own value, else the nearest
+    value on its queue's path to the top (a child's value overrides its parent's, as the scenario format
+    says; KAI instead reads reclaim's value below the reclaimer's and victim's common ancestor)."""
+    if job.min_runtime is not None:
+        return job.min_runtime
+    leaf = table.index.get(job.queue)
+    if leaf is None:
+        return 0.0
+    for q in table.ancestors[leaf]:
+        spec = state.queues.get(table.names[q])
+        mr = spec.min_runtime if spec is not None else None
+        value = getattr(mr, kind) if mr is not None else None
+        if value is not None:
+            return value
+    return 0.0
+
+
+def protected(s: Session, job: Job, kind: str) -> bool:
+    """Whether the job is still inside its min-runtime for ``kind`` at the session's clock."""
+    if not s.state.min_runtime_used or job.last_start is None:
+        return False
+    mr = min_runtime(s.state, s.table, job, kind)
+    return mr > 0 and s.clock < job.last_start + mr
+
+
+def victim_order(s: Session, by_leaf: dict[int, list[tuple[Job, bool]]]) -> Iterator[Unit]:
+    """Units of the candidate jobs (per leaf queue, each with its protection) in KAI's victim order."""
+    shares = copy.copy(s.shares)
+    shares.alloc = [row[:] for row in s.alloc]
+    table = s.table
+    queues: dict[int, list[Unit]] = {}
+    for leaf in sorted(by_leaf):
+        jobs = sorted(by_leaf[leaf], key=lambda jp: victim_job_key(s, jp[0]))
+        # surplus pods of every job of one priority go before the core of any of them
+        units: list[Unit] = []
+        for prio in sorted({j.priority for j, _ in jobs}):
+            group = [(j, p) for j, p in jobs if j.priority == prio]
+            per_job = [units_of(s, j, p) for j, p in group]
+            units += [u for us in per_job for u in us if u.surplus]
+            units += [u for us in per_job for u in us if not u.surplus]
+        if units:
+            units.reverse()  # pop from the end
+            queues[leaf] = units
+    while queues:
+        leaf = max(queues, key=lambda q: _path_key(shares, table.ancestors[q]))
+        units = queues[leaf]
+        unit = units.pop()
+        if not units:
+            del queues[leaf]
+        for a in table.ancestors[leaf]:
+            row = shares.alloc[a]
+            for r in range(3):
+                row[r] -= unit.res[r]
+        yield unit
+
+
+def _path_key(shares, chain: list[int]) -> tuple:
+    # top-down: the level where two queues' paths split decides, as KAI's tree walk does
+    return tuple((shares.sort_key(q, (0.0, 0.0, 0.0)), q) for q in reversed(chain))
