@@ -51,7 +51,7 @@ class Subjects:
         return f"{self.prefix}.queues.status"
 
     def nodes(self, pool: str = "*") -> str:
-        """NodeRegistered, NodeUpdated, NodeRemoved."""
+        """NodeRegistered, NodeUpdated, NodeRemoved; NodeLost with its PodEvicted and NodeRemoved."""
         return f"{self.prefix}.nodes.{pool}"
 
     def decisions(self, pool: str = "*") -> str:
@@ -59,8 +59,16 @@ class Subjects:
         return f"{self.prefix}.decisions.{pool}"
 
     def pods(self, pool: str = "*") -> str:
-        """PodBound, BindFailed, PodEvicted, PodCompleted."""
+        """PodBound, BindFailed, PodEvicted, PodCompleted, PodFailed."""
         return f"{self.prefix}.pods.{pool}"
+
+    def agent_logs(self, node: str) -> str:
+        """Core NATS request/reply subject where ``muster agent`` serves its pods' logs.
+
+        Outside the stream's subjects on purpose: log chunks are not facts.
+        """
+        token = "".join(c if c.isalnum() or c in "-_" else "_" for c in node)
+        return f"_{self.stream}_LOGS.{token}"
 
     @property
     def deadletter(self) -> str:

@@ -467,7 +467,8 @@ class ClusterState:
                             self._bind(job.name, event.pod, name, list(gpus), share, True)
                 elif st in HOLDING:
                     self._release(job, event.pod, pl.D_USED)
-            case ev.PodCompleted():
+            case ev.PodCompleted() | ev.PodFailed():
+                # A pod that exited, well or not, is done: its resources are free and it is not retried.
                 job = self.jobs.get(event.job)
                 if job is None or not 0 <= event.pod < len(job.pods):
                     return

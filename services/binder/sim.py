@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from muster import events as ev
+from muster.agent.plan import is_agent_node
 
 _EPS = 1e-9
 
@@ -90,12 +91,17 @@ class SimFleet:
         self._bound: dict[PodKey, BoundPod] = {}
         self._binds: dict[PodKey, ev.BindRequested] = {}
         self._evictions: dict[PodKey, None] = {}
+        self._agent_nodes: set[str] = set()
 
     # -- reading the log ---------------------------------------------------
 
     def apply(self, event: ev.Event) -> None:
         """Take one event from the log into account; unrelated events are ignored."""
         match event:
+            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec) if is_agent_node(spec):
+                self._agent_nodes.add(spec.name)  # `muster agent` answers for its own node's pods
+            case ev.BindRequested(node=node) | ev.EvictionRequested(node=node) if node in self._agent_nodes:
+                pass
             case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
                 self._upsert_node(spec)
             case ev.NodeRemoved(name=name):

@@ -7,7 +7,7 @@ from muster.bus import Bus, Delivery
 from muster.events import Event, WorkloadRejected, WorkloadSubmitted
 from muster.subjects import Subjects
 
-from services.podgrouper import muster_job  # noqa: F401  (registers the plain muster kind)
+from services.podgrouper import command_job, muster_job  # noqa: F401  (register the muster kinds)
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.group import group_manifests
 

@@ -24,6 +24,7 @@ from muster.events import (
     PodBound,
     PodCompleted,
     PodEvicted,
+    PodFailed,
     PodGroupCreated,
     PodGroupDeleted,
     QueueDeleted,
@@ -40,6 +41,33 @@ from muster.events import (
 class Op:
     sql: str
     args: tuple
+
+
+@dataclass(frozen=True)
+class PodChange:
+    """A pod's new status, and where it is when the event says so.
+
+    ``placement`` is (node, gpus, gpu_share); (None, [], 0.0) for a pod that
+    left its node; None when the event does not say (the row keeps its node).
+    """
+
+    job: str
+    pod: int
+    status: str
+    seq: int
+    placement: tuple[str | None, list[int], float] | None = None
+
+    def then(self, later: PodChange) -> PodChange:
+        """This change followed by ``later``: later wins, but keeps a placement it does not state."""
+        return (
+            later
+            if later.placement is not None
+            else PodChange(later.job, later.pod, later.status, later.seq, self.placement)
+        )
+
+    def args(self) -> tuple:
+        node, gpus, share = self.placement or (None, [], 0.0)
+        return (self.job, self.pod, self.status, self.placement is not None, node, gpus, share, self.seq)
 
 
 def _json(value: object) -> str:
@@ -91,9 +119,12 @@ INSERT_POD = (
     " ON CONFLICT (job, idx) DO NOTHING"
 )
 DELETE_JOB = "UPDATE jobs SET status = 'deleted', updated_seq = $2 WHERE name = $1"
-POD_PLACED = "UPDATE pods SET status = $3, node = $4, gpus = $5, gpu_share = $6, updated_seq = $7 WHERE job = $1 AND idx = $2"
-POD_STATUS = "UPDATE pods SET status = $3, updated_seq = $4 WHERE job = $1 AND idx = $2"
-POD_FREED = "UPDATE pods SET status = $3, node = NULL, gpus = '{}', gpu_share = 0, updated_seq = $4 WHERE job = $1 AND idx = $2"
+# One statement for every pod change: the sink folds a batch's changes per pod first.
+UPDATE_POD = (
+    "UPDATE pods SET status = $3, node = CASE WHEN $4 THEN $5 ELSE node END,"
+    " gpus = CASE WHEN $4 THEN $6::integer[] ELSE gpus END, gpu_share = CASE WHEN $4 THEN $7 ELSE gpu_share END,"
+    " updated_seq = $8 WHERE job = $1 AND idx = $2"
+)
 JOB_RAN = "UPDATE jobs SET ever_ran = true WHERE name = $1"
 INSERT_DECISION = (
     "INSERT INTO decisions (stream_seq, idx, pool, cycle, epoch, kind, job, pod, node, gpus, action, for_job, reason)"
@@ -118,9 +149,9 @@ def _pod_resources(group: PodGroupCreated) -> list[tuple[float, int, int]]:
     return out
 
 
-def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op], set[str]]:
+def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op | PodChange], set[str]]:
     """Operations for one message, and the jobs whose status must be re-derived."""
-    ops: list[Op] = []
+    ops: list[Op | PodChange] = []
     touched: set[str] = set()
     for idx, event in enumerate(events):
         ops.append(Op(INSERT_EVENT, (seq, idx, subject, event_type(event), _json(event))))
@@ -152,7 +183,10 @@ def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op], set[
                         ),
                     )
                 )
-                ops.extend(Op(INSERT_POD, (group.name, i, gpu, cpu, mem, seq)) for i, (gpu, cpu, mem) in enumerate(pods))
+                ops.extend(
+                    Op(INSERT_POD, (group.name, i, gpu, cpu, mem, seq))
+                    for i, (gpu, cpu, mem) in enumerate(pods)
+                )
             case PodGroupDeleted(name=name):
                 ops.append(Op(DELETE_JOB, (name, seq)))
             case QueueUpserted(queue=q):
@@ -176,7 +210,7 @@ def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op], set[
                          "pipelined" if b.pipelined else ""),
                     )
                 )  # fmt: skip
-                ops.append(Op(POD_PLACED, (b.job, b.pod, "binding", b.node, b.gpus, b.gpu_share, seq)))
+                ops.append(PodChange(b.job, b.pod, "binding", seq, (b.node, b.gpus, b.gpu_share)))
             case EvictionRequested() as e:
                 ops.append(
                     Op(
@@ -185,7 +219,7 @@ def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op], set[
                          e.reason),
                     )
                 )  # fmt: skip
-                ops.append(Op(POD_STATUS, (e.job, e.pod, "releasing", seq)))
+                ops.append(PodChange(e.job, e.pod, "releasing", seq))
                 touched.add(e.job)
             case CycleCompleted() as c:
                 ops.append(
@@ -197,21 +231,26 @@ def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op], set[
                 )  # fmt: skip
                 ops.extend(Op(JOB_REASON, (job, reason)) for job, reason in sorted(c.pending.items()))
             case PodBound() as b:
-                ops.append(Op(POD_PLACED, (b.job, b.pod, "bound", b.node, b.gpus, b.gpu_share, seq)))
+                ops.append(PodChange(b.job, b.pod, "bound", seq, (b.node, b.gpus, b.gpu_share)))
                 ops.append(Op(JOB_RAN, (b.job,)))
                 touched.add(b.job)
             case BindFailed(job=job, pod=pod):
-                ops.append(Op(POD_FREED, (job, pod, "pending", seq)))
+                ops.append(PodChange(job, pod, "pending", seq, (None, [], 0.0)))
                 touched.add(job)
             case PodEvicted(job=job, pod=pod):
-                ops.append(Op(POD_FREED, (job, pod, "pending", seq)))
+                ops.append(PodChange(job, pod, "pending", seq, (None, [], 0.0)))
                 touched.add(job)
             case PodCompleted(job=job, pod=pod):
-                ops.append(Op(POD_STATUS, (job, pod, "completed", seq)))
+                ops.append(PodChange(job, pod, "completed", seq))
                 touched.add(job)
             case DeadLettered() as d:
-                ops.append(Op(INSERT_DEAD_LETTER, (seq, idx, d.service, d.subject, d.stream_seq, d.error, d.data)))
-            case _:
+                ops.append(
+                    Op(INSERT_DEAD_LETTER, (seq, idx, d.service, d.subject, d.stream_seq, d.error, d.data))
+                )
+            case PodFailed(job=job, pod=pod):
+                ops.append(PodChange(job, pod, "failed", seq))
+                touched.add(job)
+            case _:  # NodeLost: the events row; the NodeRemoved after it marks the node
                 pass
     return ops, touched
 
@@ -221,11 +260,13 @@ REDERIVE_JOB_STATUS = """
 UPDATE jobs j SET status = CASE
         WHEN c.completed = j.pods_total THEN 'completed'
         WHEN c.bound > 0 THEN 'running'
+        WHEN c.failed > 0 THEN 'failed'
         WHEN j.ever_ran THEN 'preempted'
         ELSE 'pending' END
 FROM (SELECT job,
              count(*) FILTER (WHERE status = 'completed') AS completed,
-             count(*) FILTER (WHERE status IN ('bound', 'releasing')) AS bound
+             count(*) FILTER (WHERE status IN ('bound', 'releasing')) AS bound,
+             count(*) FILTER (WHERE status = 'failed') AS failed
       FROM pods WHERE job = ANY($1::text[]) GROUP BY job) c
 WHERE j.name = c.job AND j.status <> 'deleted'
 """

@@ -21,6 +21,10 @@ COMMANDS = (
     "muster.cli.simulate_cmd",
     "muster.cli.replay_cmd",
     "muster.cli.why_cmd",
+    "muster.cli.agent_cmd",
+    "muster.cli.run_cmd",
+    "muster.cli.logs_cmd",
+    "muster.cli.cancel_cmd",
     "muster.cli.bench_cmd",
 )
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, Settings, clear_endpoints, write_endpoints
 
-SERVICES = ("projector", "queue_controller", "podgrouper", "allocator", "binder", "dashboard")
+SERVICES = ("projector", "queue_controller", "podgrouper", "allocator", "binder", "nodewatch", "dashboard")
 
 
 @dataclass

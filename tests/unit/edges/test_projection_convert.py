@@ -4,6 +4,8 @@ from muster.events import (
     BindRequested,
     CycleCompleted,
     PodBound,
+    PodCompleted,
+    PodEvicted,
     PodGroupCreated,
     PodSpec,
     Resources,
@@ -11,7 +13,7 @@ from muster.events import (
 )
 
 from services.projector import convert as c
-from services.projector.sink import coalesce
+from services.projector.sink import plan
 
 
 def group(name="train", pods=2) -> PodGroupCreated:
@@ -24,19 +26,19 @@ def group(name="train", pods=2) -> PodGroupCreated:
 
 
 def sqls(ops):
-    return [op.sql for op in ops]
+    return [op.sql for op in ops if isinstance(op, c.Op)]
 
 
 def test_every_event_becomes_one_row_of_the_events_table_addressed_by_seq_and_index():
     ops, _ = c.convert(7, "muster.podgroups", [group("a"), group("b")])
-    rows = [op.args for op in ops if op.sql == c.INSERT_EVENT]
+    rows = [op.args for op in ops if isinstance(op, c.Op) and op.sql == c.INSERT_EVENT]
     assert [(r[0], r[1], r[3]) for r in rows] == [(7, 0, "PodGroupCreated"), (7, 1, "PodGroupCreated")]
 
 
 def test_a_pod_group_makes_a_job_row_and_one_row_per_pod():
     ops, _ = c.convert(3, "muster.podgroups", [group(pods=3)])
     assert sqls(ops).count(c.INSERT_POD) == 3
-    assert [op.args[1] for op in ops if op.sql == c.INSERT_POD] == [0, 1, 2]
+    assert [op.args[1] for op in ops if isinstance(op, c.Op) and op.sql == c.INSERT_POD] == [0, 1, 2]
     assert c.GROUPED_WORKLOAD in sqls(ops)
 
 
@@ -44,9 +46,10 @@ def test_a_bind_is_recorded_as_a_decision_and_moves_the_pod_to_binding():
     ops, _ = c.convert(
         9, "muster.decisions.default", [BindRequested(job="a", pod=1, node="n", gpus=[3], cycle=4)]
     )
-    decision = next(op.args for op in ops if op.sql == c.INSERT_DECISION)
+    decision = next(op.args for op in ops if isinstance(op, c.Op) and op.sql == c.INSERT_DECISION)
     assert decision[:9] == (9, 0, "default", 4, 0, "bind", "a", 1, "n")
-    assert next(op.args for op in ops if op.sql == c.POD_PLACED)[2:4] == ("binding", "n")
+    change = next(op for op in ops if isinstance(op, c.PodChange))
+    assert (change.status, change.placement) == ("binding", ("n", [3], 0.0))
 
 
 def test_confirmations_mark_their_jobs_for_status_rederivation():
@@ -62,19 +65,34 @@ def test_changed_pending_reasons_update_jobs_in_name_order():
         "muster.decisions.default",
         [CycleCompleted(cycle=1, watermark=10, clock=1.0, pending={"b": "full", "a": ""})],
     )
-    assert [op.args for op in ops if op.sql == c.JOB_REASON] == [("a", ""), ("b", "full")]
+    assert [op.args for op in ops if isinstance(op, c.Op) and op.sql == c.JOB_REASON] == [
+        ("a", ""),
+        ("b", "full"),
+    ]
 
 
 def test_a_rejected_workload_keeps_its_error_and_field():
     ops, _ = c.convert(
         2, "muster.podgroups", [WorkloadRejected(uid="u", error="must be positive", field="spec.replicas")]
     )
-    row = next(op.args for op in ops if op.sql == c.UPSERT_WORKLOAD)
+    row = next(op.args for op in ops if isinstance(op, c.Op) and op.sql == c.UPSERT_WORKLOAD)
     assert row[2:5] == ("rejected", "must be positive", "spec.replicas")
 
 
-def test_runs_of_the_same_statement_are_coalesced_in_order():
-    ops, _ = c.convert(3, "muster.podgroups", [group(pods=2)])
-    runs = coalesce(ops)
-    assert [sql for sql, _ in runs] == [c.INSERT_EVENT, c.GROUPED_WORKLOAD, c.INSERT_JOB, c.INSERT_POD]
-    assert len(runs[-1][1]) == 2
+def test_a_batch_is_written_with_one_statement_per_kind_of_row():
+    ops, _ = c.convert(3, "muster.podgroups", [group("a", pods=2), group("b", pods=2)])
+    runs = plan(ops)
+    assert [sql for sql, _ in runs] == [c.INSERT_EVENT, c.INSERT_JOB, c.INSERT_POD, c.GROUPED_WORKLOAD]
+    assert [len(rows) for _, rows in runs] == [2, 2, 4, 2]
+
+
+def test_a_pods_changes_in_one_batch_fold_into_the_state_the_log_leaves():
+    bind = c.convert(4, "d", [BindRequested(job="a", pod=0, node="n", gpus=[1])])[0]
+    bound = c.convert(5, "p", [PodBound(job="a", pod=0, node="n", gpus=[1])])[0]
+    evicted = c.convert(6, "p", [PodEvicted(job="a", pod=0, node="n")])[0]
+    rebound = c.convert(7, "p", [PodBound(job="a", pod=0, node="m", gpus=[2])])[0]
+    done = c.convert(8, "p", [PodCompleted(job="a", pod=0, node="m")])[0]
+    ((sql, rows),) = [run for run in plan(bind + bound + evicted + rebound + done) if run[0] == c.UPDATE_POD]
+    assert rows == [("a", 0, "completed", True, "m", [2], 0.0, 8)]
+    ((sql, rows),) = [run for run in plan(bind + evicted) if run[0] == c.UPDATE_POD]
+    assert rows == [("a", 0, "pending", True, None, [], 0.0, 6)]

@@ -1,0 +1,78 @@
+"""What this machine offers: GPUs through NVML when the NVIDIA library is there, else as told.
+
+CPU and memory come from the operating system unless given.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from muster import events as ev
+from muster.agent.plan import AGENT_LABEL, AGENT_VALUE
+
+ADDRESS_LABEL = "muster.dev/address"
+"""Where other machines reach this node's agent: MASTER_ADDR for gangs whose rank 0 runs here."""
+
+
+@dataclass(frozen=True)
+class Gpus:
+    count: int
+    memory: int
+    """Bytes per device (the smallest, when they differ)."""
+    model: str | None = None
+
+
+def nvml_gpus() -> Gpus | None:
+    """The machine's NVIDIA GPUs, or None when NVML is not available."""
+    try:
+        import pynvml  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no device: the library raises its own error types
+        return None
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        if count == 0:
+            return Gpus(0, 0)
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        memory = min(int(pynvml.nvmlDeviceGetMemoryInfo(h).total) for h in handles)
+        name = pynvml.nvmlDeviceGetName(handles[0])
+        return Gpus(count, memory, name.decode() if isinstance(name, bytes) else str(name))
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def os_cpu_millicores() -> int:
+    return (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) * 1000
+
+
+def os_memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def node_spec(
+    name: str,
+    *,
+    pool: str,
+    labels: dict[str, str],
+    gpus: Gpus,
+    cpu: int | None = None,
+    memory: int | None = None,
+    address: str | None = None,
+) -> ev.NodeSpec:
+    """The node an agent registers: its resources, its labels, and the label that marks it an agent's."""
+    return ev.NodeSpec(
+        name=name,
+        pool=pool,
+        labels={**labels, AGENT_LABEL: AGENT_VALUE, ADDRESS_LABEL: address or name},
+        resources=ev.Resources(
+            gpu=float(gpus.count),
+            gpu_memory=gpus.memory,
+            cpu=os_cpu_millicores() if cpu is None else cpu,
+            memory=os_memory_bytes() if memory is None else memory,
+        ),
+        gpu_model=gpus.model,
+    )

@@ -1,0 +1,214 @@
+"""The agent's processes: start a pod under its shim, signal it, learn how it ended.
+
+Every pod runs as ``shim → command`` in a process group of its own, with
+stdout and stderr appended to ``<dir>/logs/<job>-<pod>.log``. What was
+started is written to ``<dir>/pods.json`` so an agent that restarts can
+adopt the pods that still run and learn how the others ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from muster.agent.plan import PodKey, PodRun
+
+SHIM = "muster.agent.shim"
+
+
+def pod_env(run: PodRun, gpus: list[int], share: float, node: str, master: tuple[str, int]) -> dict[str, str]:
+    """The variables muster gives a pod: its devices, its place in the gang, torchrun's rendezvous."""
+    env = {
+        "CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in gpus),
+        "MUSTER_JOB": run.job,
+        "MUSTER_POD_INDEX": str(run.pod),
+        "MUSTER_NODE": node,
+        "MUSTER_QUEUE": run.queue,
+        "RANK": str(run.pod),
+        "WORLD_SIZE": str(run.world_size),
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": master[0],
+        "MASTER_PORT": str(master[1]),
+    }
+    if share > 0:
+        env["MUSTER_GPU_FRACTION"] = f"{share:g}"
+    return env
+
+
+def master_port(job: str) -> int:
+    """A port for the gang's rendezvous, the same on every node (derived from the job's name)."""
+    digest = sum((i + 1) * b for i, b in enumerate(job.encode())) % 20000
+    return 29500 + digest
+
+
+def file_name(key: PodKey) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{key[0]}-{key[1]}")
+
+
+@dataclass
+class Record:
+    """What the agent remembers of a started pod across its own restarts."""
+
+    job: str
+    pod: int
+    seq: int
+    pid: int
+    started: float
+    """Process start time as the kernel knows it (guards against a recycled pid)."""
+    gpus: list[int]
+    share: float
+
+
+def _start_ticks(pid: int) -> float:
+    """The process's start time in clock ticks since boot (Linux), or 0 where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    return float(stat.rsplit(")", 1)[1].split()[19])
+
+
+def alive(pid: int, started: float) -> bool:
+    """Whether ``pid`` is still the process that was started at ``started``."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if started and _start_ticks(pid) != started:
+        return False
+    # A zombie has ended: it only waits to be reaped.
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+class Processes:
+    """The pods this agent runs, with their records on disk."""
+
+    def __init__(self, directory: Path, node: str):
+        self.dir = directory
+        self.node = node
+        self.logs = directory / "logs"
+        self.exits = directory / "exits"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.exits.mkdir(parents=True, exist_ok=True)
+        self.state_path = directory / "pods.json"
+        self.records: dict[PodKey, Record] = {}
+        self.children: dict[PodKey, asyncio.subprocess.Process] = {}
+
+    def log_path(self, key: PodKey) -> Path:
+        return self.logs / f"{file_name(key)}.log"
+
+    def exit_path(self, key: PodKey) -> Path:
+        return self.exits / f"{file_name(key)}.exit"
+
+    # -- records ------------------------------------------------------------------------------
+
+    def load(self) -> list[Record]:
+        """The records a previous run of the agent left."""
+        try:
+            data = json.loads(self.state_path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return []
+        out = [Record(**item) for item in data.get("pods", [])]
+        self.records = {(r.job, r.pod): r for r in out}
+        return out
+
+    def save(self) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        pods = [asdict(self.records[k]) for k in sorted(self.records)]
+        tmp.write_text(json.dumps({"node": self.node, "pods": pods}, indent=1))
+        os.replace(tmp, self.state_path)
+
+    def forget(self, key: PodKey) -> None:
+        self.records.pop(key, None)
+        self.children.pop(key, None)
+        self.exit_path(key).unlink(missing_ok=True)
+        self.save()
+
+    def recorded_exit(self, key: PodKey) -> int | None:
+        """The exit status the shim wrote, if it did."""
+        try:
+            return int(self.exit_path(key).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    # -- acting -------------------------------------------------------------------------------
+
+    async def start(self, key: PodKey, seq: int, command: list[str], env: dict[str, str], workdir: str | None,
+                    gpus: list[int], share: float) -> asyncio.subprocess.Process:  # fmt: skip
+        """Start the pod's command under its shim; raises OSError when it cannot start."""
+        self.exit_path(key).unlink(missing_ok=True)
+        log = self.log_path(key)
+        with open(log, "ab") as out:
+            out.write(
+                f"--- muster agent: starting {key[0]} pod {key[1]} on {self.node} at {time.time():.3f}\n".encode()
+            )
+            out.flush()
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", SHIM, str(os.getpid()), str(self.exit_path(key)), "--", *command,
+                stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=asyncio.subprocess.STDOUT,
+                cwd=workdir or None, env={**os.environ, **env}, start_new_session=True,
+            )  # fmt: skip
+        self.children[key] = proc
+        self.records[key] = Record(
+            job=key[0],
+            pod=key[1],
+            seq=seq,
+            pid=proc.pid,
+            started=_start_ticks(proc.pid),
+            gpus=gpus,
+            share=share,
+        )
+        self.save()
+        return proc
+
+    def signal(self, key: PodKey, sig: int, pid: int | None = None) -> None:
+        """Send ``sig`` to the pod's whole process group (the one led by ``pid``, when given:
+        a later run of the same pod must not get a signal meant for an earlier one)."""
+        if pid is None:
+            record = self.records.get(key)
+            if record is None:
+                return
+            pid = record.pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+
+    def pid(self, key: PodKey) -> int | None:
+        record = self.records.get(key)
+        return record.pid if record is not None else None
+
+    async def wait(self, key: PodKey) -> int | None:
+        """Wait for the pod to end; its exit status (negative -N: signal N), or None if unknown."""
+        proc = self.children.get(key)
+        if proc is not None:
+            code = await proc.wait()
+            recorded = self.recorded_exit(key)
+            return recorded if recorded is not None else code
+        record = self.records.get(key)
+        if record is None:
+            return None
+        while alive(record.pid, record.started):
+            await asyncio.sleep(0.2)
+        return self.recorded_exit(key)
+
+    async def stop(self, key: PodKey, grace: float) -> None:
+        """SIGTERM to the pod's group; SIGKILL if it still runs after ``grace`` seconds."""
+        record = self.records.get(key)
+        if record is None:
+            return
+        self.signal(key, signal.SIGTERM, record.pid)
+        deadline = time.monotonic() + grace
+        while alive(record.pid, record.started) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        self.signal(key, signal.SIGKILL, record.pid)

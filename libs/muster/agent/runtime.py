@@ -1,0 +1,315 @@
+"""The agent process: register the node, heartbeat, follow the log, run what it says.
+
+One loop owns all state. Deliveries from the log, process exits and the
+heartbeat timer only wake it; each wake runs ``plan.decide`` and performs
+its actions until nothing new is asked. Reports carry message ids derived
+from the placement (the stream sequence of its BindRequested), so a report
+published twice, by a retry or by a restarted agent, is stored once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from muster import events as ev
+from muster.agent import logs
+from muster.agent.machine import ADDRESS_LABEL
+from muster.agent.plan import Forget, Local, NodeLog, PodKey, Report, Start, Stop, decide
+from muster.agent.procs import Processes, alive, master_port, pod_env
+from muster.bus import NatsBus
+from muster.runtime.settings import Endpoints, Settings
+from muster.service import ServiceContext, rebuild_then_consume
+
+log = logging.getLogger("muster.agent")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    node: ev.NodeSpec
+    home: Path
+    heartbeat: float = 2.0
+    """Seconds between NodeUpdated heartbeats; keep well under the node monitor's timeout."""
+    grace_period: float = 30.0
+    """SIGTERM-to-SIGKILL seconds for pods that do not set their own."""
+    address: str = field(default_factory=socket.gethostname)
+    """How other machines reach this one (MASTER_ADDR of gangs whose rank 0 runs here)."""
+
+    @property
+    def directory(self) -> Path:
+        return self.home / "agent" / self.node.name
+
+
+def consumer_name(node: str) -> str:
+    return "agent-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in node)
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, bus: NatsBus):
+        self.config = config
+        self.bus = bus
+        self.subjects = bus.subjects
+        self.node = config.node.name
+        self.pool = config.node.pool
+        self.log = NodeLog(self.node)
+        self.procs = Processes(config.directory, self.node)
+        self.local: dict[PodKey, Local] = {}
+        self.wake = asyncio.Event()
+        self.published: set[str] = set()
+        self.tasks: set[asyncio.Task] = set()
+        self.rank0: dict[str, str] = {}
+        """Job -> the node its pod 0 was bound to (its address is MASTER_ADDR)."""
+        self.addresses: dict[str, str] = {}
+        """Node -> the address its agent registered."""
+        self.draining = False
+        self.boot = time.time_ns()
+
+    # -- the log ------------------------------------------------------------------------------
+
+    async def handle(self, deliveries: list, live: bool) -> None:
+        for delivery in deliveries:
+            for event in delivery.events:
+                self.log.apply(event, delivery.seq)
+                if isinstance(event, ev.BindRequested) and event.pod == 0:
+                    self.rank0[event.job] = event.node
+                elif isinstance(event, ev.NodeRegistered | ev.NodeUpdated):
+                    self.addresses[event.node.name] = event.node.labels.get(ADDRESS_LABEL, event.node.name)
+        self.wake.set()
+
+    def adopt(self) -> None:
+        """Take over what a previous run of this agent started: the living, and how the others ended."""
+        for record in self.procs.load():
+            key = (record.job, record.pod)
+            local = Local(key=key, seq=record.seq, gpus=tuple(record.gpus), share=record.share)
+            if alive(record.pid, record.started):
+                log.info("adopting %s pod %d (pid %d)", key[0], key[1], record.pid)
+                self.local[key] = local
+                self._watch(key)
+            else:
+                code = self.procs.recorded_exit(key)
+                self.local[key] = dataclasses.replace(local, exit_code=code, requeue=code is None)
+
+    # -- acting -------------------------------------------------------------------------------
+
+    async def step(self) -> None:
+        """Run decide until it asks for nothing that is not already under way."""
+        for _ in range(4):
+            actions = decide(self.log, self.local, clock=time.time(), default_grace=self.config.grace_period)
+            done = 0
+            for action in actions:
+                match action:
+                    case Start():
+                        if self.draining:
+                            continue
+                        await self._start(action)
+                        done += 1
+                    case Stop(key=key, grace=grace):
+                        self.local[key] = dataclasses.replace(self.local[key], stopping=True)
+                        self._spawn(self.procs.stop(key, grace))
+                        done += 1
+                    case Report(event=event, seq=seq):
+                        done += await self._report(event, seq)
+                    case Forget(key=key):
+                        self.local.pop(key, None)
+                        self.procs.forget(key)
+                        done += 1
+            if not done:
+                return
+
+    async def _start(self, action: Start) -> None:
+        bind, run = action.placement, action.run
+        key = (bind.job, bind.pod)
+        master_node = self.rank0.get(bind.job, self.node)
+        master = (
+            self.config.address if master_node == self.node else self.addresses.get(master_node, master_node)
+        )
+        env = {
+            **run.spec.env,
+            **pod_env(run, list(bind.gpus), bind.gpu_share, self.node, (master, master_port(bind.job))),
+        }
+        local = Local(key=key, seq=action.seq, gpus=tuple(bind.gpus), share=bind.gpu_share)
+        try:
+            await self.procs.start(
+                key,
+                action.seq,
+                list(run.spec.command),
+                env,
+                run.spec.workdir,
+                list(bind.gpus),
+                bind.gpu_share,
+            )
+        except OSError as exc:
+            log.warning("cannot start %s pod %d: %s", key[0], key[1], exc)
+            with open(self.procs.log_path(key), "ab") as out:
+                out.write(f"muster agent: cannot start: {exc}\n".encode())
+            self.local[key] = dataclasses.replace(local, exit_code=127)
+            return
+        log.info("started %s pod %d on devices %s", key[0], key[1], list(bind.gpus))
+        self.local[key] = local
+        self._watch(key)
+
+    def _watch(self, key: PodKey) -> None:
+        pid = self.procs.pid(key)
+        seq = self.local[key].seq
+
+        async def watch() -> None:
+            code = await self.procs.wait(key)
+            # Whatever the command left behind in its group goes with it.
+            self.procs.signal(key, signal.SIGKILL, pid)
+            current = self.local.get(key)
+            if current is not None and current.seq == seq:
+                self.local[key] = dataclasses.replace(
+                    current,
+                    exit_code=code if code is not None else -9,
+                    requeue=current.requeue or code is None,
+                )
+            log.info("%s pod %d ended (%s)", key[0], key[1], code)
+            self.wake.set()
+
+        self._spawn(watch())
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _report(self, event: ev.Event, seq: int) -> int:
+        key = f"{ev.event_type(event)}:{event.job}:{event.pod}:{seq}"  # type: ignore[union-attr]
+        if key in self.published:
+            return 0
+        await self.bus.publish(self.subjects.pods(self.pool), [event], msg_id=f"agent:{self.node}:{key}")
+        self.published.add(key)
+        return 1
+
+    # -- the node -----------------------------------------------------------------------------
+
+    async def register(self) -> None:
+        await self.bus.publish(
+            self.subjects.nodes(self.pool),
+            [ev.NodeRegistered(node=self.config.node)],
+            msg_id=f"agent:{self.node}:register:{self.boot}",
+        )
+
+    async def heartbeats(self, stop: asyncio.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.config.heartbeat)
+            if stop.is_set():
+                return
+            n += 1
+            try:
+                await self.bus.publish(
+                    self.subjects.nodes(self.pool),
+                    [ev.NodeUpdated(node=self.config.node)],
+                    msg_id=f"agent:{self.node}:heartbeat:{self.boot}:{n}",
+                )
+            except Exception:  # the bus is away: the next beat tries again
+                log.warning("heartbeat failed", exc_info=True)
+
+    async def serve_logs(self) -> None:
+        async def answer(msg) -> None:
+            try:
+                request = logs.decode_request(msg.data)
+            except Exception as exc:
+                await msg.respond(logs.encode({"error": str(exc)}))
+                return
+            key = (request.job, request.pod)
+            running = key in self.local and self.local[key].running
+            await msg.respond(logs.encode(logs.read_chunk(self.procs.log_path(key), request, running)))
+
+        await self.bus.nc.subscribe(self.subjects.agent_logs(self.node), cb=answer)
+
+    async def drain(self) -> None:
+        """Stop every pod (SIGTERM, then SIGKILL past its grace), report each evicted, leave the pool."""
+        self.draining = True
+        waits = []
+        for key, local in sorted(self.local.items()):
+            if local.running:
+                self.local[key] = dataclasses.replace(local, stopping=True, requeue=True)
+                waits.append(self.procs.stop(key, self._grace(key)))
+        await asyncio.gather(*waits)
+        for _ in range(50):
+            if all(not lp.running for lp in self.local.values()):
+                break
+            await asyncio.sleep(0.05)
+        for key in list(self.local):
+            self.local[key] = dataclasses.replace(self.local[key], requeue=True)
+        await self.step()
+        for key, placement in sorted(self.log.placements.items()):
+            if placement.phase == "binding" and key not in self.local:
+                bind = placement.bind
+                evicted = ev.PodEvicted(job=bind.job, pod=bind.pod, node=self.node, pool=bind.pool)
+                await self._report(evicted, placement.seq)
+        await self.bus.publish(
+            self.subjects.nodes(self.pool),
+            [ev.NodeRemoved(name=self.node, pool=self.pool)],
+            msg_id=f"agent:{self.node}:drained:{self.boot}",
+        )
+
+    def _grace(self, key: PodKey) -> float:
+        run = self.log.run_of(key)
+        if run is not None and run.spec.grace_period is not None:
+            return run.spec.grace_period
+        return self.config.grace_period
+
+
+async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Event) -> None:
+    """Run one machine's agent until ``stop`` is set; then drain the node."""
+    bus = await NatsBus.connect(
+        endpoints.nats_url, endpoints.subjects, service=consumer_name(config.node.name)
+    )
+    agent = Agent(config, bus)
+    s = endpoints.subjects
+    pool = config.node.pool
+    rebuilt = asyncio.Event()
+
+    async def on_rebuilt() -> None:
+        agent.adopt()
+        await agent.register()
+        await agent.serve_logs()
+        rebuilt.set()
+
+    ctx = ServiceContext(
+        name=consumer_name(config.node.name), settings=Settings(home=config.home), endpoints=endpoints, bus=bus,
+        stop=stop,
+    )  # fmt: skip
+    consumer = asyncio.create_task(
+        rebuild_then_consume(
+            ctx,
+            consumer_name(config.node.name),
+            [s.podgroups, s.nodes(pool), s.decisions(pool), s.pods(pool)],
+            agent.handle,
+            on_rebuilt=on_rebuilt,
+        )
+    )
+    beats = asyncio.create_task(agent.heartbeats(stop))
+    try:
+        while not stop.is_set() and not consumer.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(agent.wake.wait(), 0.5)
+            agent.wake.clear()
+            if rebuilt.is_set():
+                try:
+                    await agent.step()
+                except Exception:  # the bus is away: the next wake tries again
+                    log.warning("step failed", exc_info=True)
+        if consumer.done() and consumer.exception() is not None:
+            raise consumer.exception()  # type: ignore[misc]
+        if rebuilt.is_set():
+            await agent.drain()
+    finally:
+        stop.set()
+        beats.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await consumer
+        for task in list(agent.tasks):
+            task.cancel()
+        await bus.close()

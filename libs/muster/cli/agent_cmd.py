@@ -1,0 +1,124 @@
+"""``muster agent``: run the pods muster binds to this machine, as processes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+
+from muster.agent.machine import Gpus, node_spec, nvml_gpus
+from muster.agent.runtime import AgentConfig, run_agent
+from muster.cli.common import fail
+from muster.quantity import byte_count, cpu_millis
+from muster.runtime.settings import Endpoints, Settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "agent",
+        help="run the pods bound to this machine as processes (one agent per machine)",
+        description="Registers this machine as a node (GPUs through NVML when the NVIDIA library is "
+        "present, else --gpus; CPU and memory from the OS), heartbeats, and runs every pod bound to it "
+        "with CUDA_VISIBLE_DEVICES set to its devices. Logs go to $MUSTER_HOME/agent/NODE/logs/. "
+        "Ctrl-C stops its pods (SIGTERM, then SIGKILL after their grace period) and leaves the pool.",
+    )
+    p.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
+    p.add_argument("--pool", default="default", help="node pool (default: default)")
+    p.add_argument(
+        "--label", action="append", default=[], metavar="KEY=VALUE", help="node label (repeatable)"
+    )
+    p.add_argument("--gpus", type=int, help="number of GPUs, instead of asking NVML")
+    p.add_argument("--gpu-memory", default="0", help="memory per GPU with --gpus, e.g. 80Gi")
+    p.add_argument("--gpu-model", help="GPU model with --gpus, e.g. H100")
+    p.add_argument("--cpu", help="CPU to offer (cores or millicores like 500m; default: the OS's count)")
+    p.add_argument("--memory", help="memory to offer, e.g. 64Gi (default: the OS's total)")
+    p.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats (default 2)")
+    p.add_argument(
+        "--grace-period", type=float, default=30.0, help="default SIGTERM-to-SIGKILL seconds (default 30)"
+    )
+    p.add_argument("--address", default=socket.gethostname(), help="address other machines reach this one at")
+    p.add_argument(
+        "--nats", help="NATS URL of the system (default: MUSTER_NATS_URL, then MUSTER_HOME's record)"
+    )
+    p.set_defaults(run=_run)
+
+
+def parse_labels(items: list[str]) -> dict[str, str]:
+    labels = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"--label: expected KEY=VALUE, got {item!r}")
+        labels[key] = value
+    return labels
+
+
+def find_gpus(args: argparse.Namespace) -> Gpus:
+    if args.gpus is not None:
+        if args.gpus < 0:
+            fail(f"--gpus: must not be negative, got {args.gpus}")
+        try:
+            memory = byte_count(args.gpu_memory)
+        except ValueError as exc:
+            fail(f"--gpu-memory: {exc}")
+        return Gpus(args.gpus, memory, args.gpu_model)
+    return nvml_gpus() or Gpus(0, 0)
+
+
+def nats_endpoints(url: str | None) -> Endpoints:
+    """The system's bus; an agent needs no database, so only NATS must be known."""
+    settings = Settings.from_env()
+    recorded = settings.recorded_endpoints()
+    nats_url = url or settings.nats_url or (recorded.nats_url if recorded else None)
+    if not nats_url:
+        fail(
+            f"no running muster system found: pass --nats or set MUSTER_NATS_URL, "
+            f"or start one with `muster up` (MUSTER_HOME={settings.home})",
+            1,
+        )
+    prefix = settings.prefix if "MUSTER_PREFIX" in settings.extra or not recorded else recorded.prefix
+    return Endpoints(nats_url=nats_url, pg_dsn=settings.pg_dsn or "", prefix=prefix)
+
+
+def _run(args: argparse.Namespace) -> int:
+    labels = parse_labels(args.label)
+    gpus = find_gpus(args)
+    try:
+        cpu = cpu_millis(args.cpu) if args.cpu is not None else None
+    except ValueError as exc:
+        fail(f"--cpu: {exc}")
+    try:
+        memory = byte_count(args.memory) if args.memory is not None else None
+    except ValueError as exc:
+        fail(f"--memory: {exc}")
+    if args.heartbeat <= 0:
+        fail(f"--heartbeat: must be positive, got {args.heartbeat}")
+    spec = node_spec(
+        args.node, pool=args.pool, labels=labels, gpus=gpus, cpu=cpu, memory=memory, address=args.address
+    )
+    endpoints = nats_endpoints(args.nats)
+    home = Settings.from_env().home
+    config = AgentConfig(
+        node=spec, home=home, heartbeat=args.heartbeat, grace_period=args.grace_period, address=args.address
+    )
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s agent {args.node} %(levelname)s %(message)s")
+    logging.getLogger("muster.agent").info(
+        "node %s: %d gpus, %g cpu, %d bytes of memory; logs in %s",
+        spec.name, gpus.count, spec.resources.cpu / 1000, spec.resources.memory, config.directory / "logs",
+    )  # fmt: skip
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        await run_agent(config, endpoints, stop)
+
+    os.makedirs(config.directory, exist_ok=True)
+    asyncio.run(main())
+    return 0

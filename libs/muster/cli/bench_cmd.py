@@ -1,0 +1,318 @@
+"""``muster bench``: the benchmark suite; ``muster bench openb`` (spec/cli.md).
+
+``muster bench`` alone runs every registered benchmark with a progress
+display, prints one table, writes the JSON under ``--out`` and plots the
+openb curves (PNG, when matplotlib is installed). ``--quick`` is a small
+smoke run: one seed on a subsample of the default trace.
+
+Sub-benchmarks live in ``RUNNERS``; each takes the parsed arguments and
+returns a list of result rows (dicts), so others can add ``e2e`` the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from muster.cli.common import BAD_INPUT, OK, fail, print_json
+
+QUICK_SUBSAMPLE = 0.25
+QUICK_SEEDS = 1
+PLOT_FROM, PLOT_TO = 75, 130
+
+
+def _policy_names() -> list[str]:
+    from muster.kernels.policies import POLICIES
+
+    return list(POLICIES)
+
+
+def _default_policy() -> str:
+    from muster.kernels.policies import DEFAULT_POLICY
+
+    return DEFAULT_POLICY
+
+
+# ------------------------------------------------------------------ openb
+
+
+def _run_openb_one(args: argparse.Namespace) -> dict:
+    from muster.bench.openb import run_openb
+
+    seeds = min(args.seeds, QUICK_SEEDS) if args.quick else args.seeds
+    try:
+        return run_openb(
+            args.nodes,
+            args.pods,
+            seeds,
+            args.policy,
+            subsample=QUICK_SUBSAMPLE if args.quick else None,
+        )
+    except ValueError as exc:
+        fail(str(exc), BAD_INPUT)
+
+
+def _openb_cmd(args: argparse.Namespace) -> int:
+    if args.seeds < 1:
+        fail("--seeds: must be at least 1")
+    doc = _run_openb_one(args)
+    if args.json:
+        print_json(doc)
+    else:
+        _print_openb_table([doc])
+    return OK
+
+
+def _openb_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Every policy on every trace in the data folder (quick: the default trace, subsampled)."""
+    from muster.bench.openb import DEFAULT_PODS, csv_dir, run_openb
+
+    folder = csv_dir()
+    if not folder.is_dir():
+        progress(f"openb: skipped, no data folder at {folder}")
+        return []
+    traces = [DEFAULT_PODS] if args.quick else sorted(p.name for p in folder.glob("openb_pod_list_*.csv"))
+    if args.traces:
+        traces = [t for t in traces if any(sel in t for sel in args.traces)]
+    seeds = QUICK_SEEDS if args.quick else args.seeds
+    rows = []
+    for trace in traces:
+        for policy in _policy_names():
+            progress(f"openb {trace} {policy}")
+            t0 = time.perf_counter()
+            doc = run_openb(
+                None,
+                folder / trace,
+                seeds,
+                policy,
+                subsample=QUICK_SUBSAMPLE if args.quick else None,
+            )
+            doc["wall_seconds"] = round(time.perf_counter() - t0, 2)
+            doc["benchmark"] = "openb"
+            rows.append(doc)
+    return rows
+
+
+def _allocator_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    from muster.bench import allocator
+
+    progress("allocator")
+    rows = allocator.run(bool(args.quick))
+    for r in rows:
+        r.setdefault("benchmark", "allocator")
+    return rows
+
+
+def _allocator_cmd(args: argparse.Namespace) -> int:
+    rows = _allocator_suite(args, lambda _msg: None)
+    if args.json:
+        print_json(rows)
+    else:
+        _print_rows("allocator", rows)
+    return OK
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+# name -> runner for the whole suite; each returns rows of results
+RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[dict]]] = {
+    "openb": _openb_suite,
+}
+if _has_module("muster.bench.allocator"):
+    RUNNERS["allocator"] = _allocator_suite
+
+
+# ------------------------------------------------------------------ suite
+
+
+def _suite_cmd(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    results: dict[str, list[dict]] = {}
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console
+    ) as bar:
+        task = bar.add_task("bench", total=None)
+        for name, runner in RUNNERS.items():
+            results[name] = runner(args, lambda msg: bar.update(task, description=msg))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "quick" if args.quick else "full"
+    path = out / f"bench-{stem}.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    pngs = plot_openb(results.get("openb", []), out, stem)
+    if args.json:
+        print_json(results)
+    else:
+        for name, rows in results.items():
+            if name == "openb":
+                _print_openb_table(rows)
+            else:
+                _print_rows(name, rows)
+        print(f"results: {path}")
+        for p in pngs:
+            print(f"plot: {p}")
+        if not pngs and results.get("openb"):
+            print("plots skipped: matplotlib is not installed (pip install 'muster[bench]')")
+    return OK
+
+
+def plot_openb(rows: list[dict], out: Path, stem: str) -> list[Path]:
+    """One PNG per trace: unallocated GPU % against arrived GPU %, a line per policy."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    by_trace: dict[str, list[dict]] = {}
+    for r in rows:
+        by_trace.setdefault(r["trace"], []).append(r)
+    paths = []
+    for trace, docs in sorted(by_trace.items()):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for d in docs:
+            pts = sorted((int(k), v) for k, v in d["unallocated_gpu_pct_by_arrived_pct"].items())
+            pts = [(k, v) for k, v in pts if PLOT_FROM <= k <= PLOT_TO]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), label=d["policy"])
+        ref = next((d.get("published") for d in docs if d["policy"] == "fgd" and d.get("published")), None)
+        if ref:
+            pts = sorted((int(k), v["mean"]) for k, v in ref["by_arrived_pct"].items())
+            pts = [(k, v) for k, v in pts if PLOT_FROM <= k <= PLOT_TO]
+            ax.plot(*zip(*pts, strict=True), "k--", label="FGD (published)")
+        ax.set_xlabel("arrived GPU request, % of cluster GPUs")
+        ax.set_ylabel("unallocated GPU, % of cluster")
+        ax.set_title(f"{trace} (mean over {docs[0]['seeds']} seeds)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        path = out / f"openb-{stem}-{Path(trace).stem}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+# ------------------------------------------------------------------ output
+
+
+def _print_openb_table(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="openb: unallocated GPU % at 100 % arrived (lower is better)")
+    for col in ("trace", "policy", "seeds", "mean", "sd", "published", "pods/s", "s/run"):
+        table.add_column(col, justify="left" if col in ("trace", "policy") else "right")
+    for r in rows:
+        u = r["unallocated_gpu_pct_at_arrived_100"]
+        pub = (r.get("published") or {}).get("at_arrived_100")
+        table.add_row(
+            r["trace"].removeprefix("openb_pod_list_").removesuffix(".csv"),
+            r["policy"],
+            str(r["seeds"]),
+            f"{u['mean']:.2f}",
+            f"{u['sd']:.2f}",
+            f"{pub['mean']:.2f}" if pub else "",
+            f"{r['pods_per_second']:.0f}",
+            f"{r['seconds_per_run']:.2f}",
+        )
+    Console().print(table)
+
+
+def _print_rows(name: str, rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    if not rows:
+        return
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    table = Table(title=name)
+    for c in cols:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*(str(r.get(c, "")) for c in cols))
+    Console().print(table)
+
+
+# ------------------------------------------------------------------ wiring
+
+
+def register(sub: Any) -> None:
+    """Add ``bench`` and its sub-benchmarks to an argparse subparsers object."""
+    parser = sub.add_parser("bench", help="the benchmark suite", description=__doc__.split("\n\n")[1])
+    _suite_arguments(parser)
+    parser.set_defaults(run=_suite_cmd)
+    benches = parser.add_subparsers(dest="bench", metavar="BENCHMARK")
+
+    openb = benches.add_parser(
+        "openb",
+        help="the FGD paper's placement protocol on the Alibaba openb trace",
+        description="Unallocated GPU % at 100 % arrived on the openb trace, mean and SD over seeds.",
+    )
+    openb.add_argument(
+        "--nodes", metavar="NODES.csv", help="node list (default: the paper's 1,213 GPU nodes)"
+    )
+    openb.add_argument("--pods", metavar="PODS.csv", help="pod list (default: openb_pod_list_default.csv)")
+    openb.add_argument("--seeds", type=int, default=10, help="number of seeds, 42 upwards (default 10)")
+    openb.add_argument(
+        "--policy",
+        choices=_policy_names(),
+        default=_default_policy(),
+        help=f"placement policy (default {_default_policy()})",
+    )
+    openb.add_argument("--json", action="store_true", help="print one JSON document")
+    openb.add_argument(
+        "--quick", action="store_true", help="smoke run: one seed, a quarter of nodes and pods"
+    )
+    openb.set_defaults(run=_openb_cmd)
+
+    if "allocator" in RUNNERS:
+        alloc = benches.add_parser("allocator", help="allocator cycle speed")
+        alloc.add_argument("--json", action="store_true", help="print one JSON document")
+        alloc.add_argument("--quick", action="store_true", help="smoke run")
+        alloc.set_defaults(run=_allocator_cmd)
+
+
+def _suite_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="small smoke run of every benchmark")
+    parser.add_argument("--seeds", type=int, default=10, help="openb seeds (default 10)")
+    parser.add_argument(
+        "--traces", nargs="*", metavar="PART", help="only openb traces whose name contains PART"
+    )
+    parser.add_argument(
+        "--out", default="bench/results", help="folder for JSON and PNG (default bench/results)"
+    )
+    parser.add_argument("--json", action="store_true", help="print all results as one JSON document")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m muster.cli.bench_cmd ...``: the bench command on its own."""
+    from muster.cli.common import CliError
+
+    parser = argparse.ArgumentParser(prog="muster")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.run(args) or 0)
+    except CliError as exc:
+        print(f"muster bench: {exc}", file=sys.stderr)
+        return exc.code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

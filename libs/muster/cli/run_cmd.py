@@ -1,0 +1,120 @@
+"""``muster run --queue Q -- COMMAND...``: submit a command job for ``muster agent`` to run.
+
+A gang of ``--count`` identical processes; each gets RANK, WORLD_SIZE,
+MASTER_ADDR and MASTER_PORT, so ``torchrun``-style programs find each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import time
+from pathlib import Path
+
+from muster.cli.common import fail, print_json, running_endpoints
+from muster.sdk import Client, workload_uid
+from services.podgrouper.command_job import manifest
+from services.podgrouper.errors import ManifestError
+from services.podgrouper.group import group_manifests
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a command on the machines `muster agent` serves: muster run --queue Q --gpus 1 -- python train.py",
+        description="Submits a Command job: --count identical processes, scheduled as one gang. "
+        "Prints the job's name for `muster logs` and `muster cancel`.",
+    )
+    p.add_argument("--queue", required=True, help="queue to submit to")
+    p.add_argument("--gpus", default="0", help="GPUs per process; a fraction such as 0.5 shares one device")
+    p.add_argument("--count", type=int, default=1, help="processes in the gang (default 1)")
+    p.add_argument("--min", type=int, help="processes that must run together (default: --count)")
+    p.add_argument("--cpu", help="CPU per process (cores, or millicores like 500m)")
+    p.add_argument("--memory", help="memory per process, e.g. 16Gi")
+    p.add_argument(
+        "--env", action="append", default=[], metavar="KEY=VALUE", help="environment variable (repeatable)"
+    )
+    p.add_argument("--workdir", help="working directory of the processes (default: the current one)")
+    p.add_argument("--grace-period", type=float, help="seconds between SIGTERM and SIGKILL when evicted")
+    p.add_argument("--priority-class", help="train, build-preemptible, build or inference")
+    p.add_argument("--name", help="job name (default: derived from the command, made unique)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
+    p.set_defaults(run=_run)
+
+
+def job_name(command: list[str], given: str | None) -> str:
+    """The given name, or the program's name plus a token unique to this submission."""
+    if given:
+        return given
+    stem = "".join(c if c.isalnum() else "-" for c in Path(command[0]).name.lower()).strip("-") or "run"
+    token = hashlib.sha256(f"{command}:{time.time_ns()}:{os.getpid()}".encode()).hexdigest()[:6]
+    return f"{stem[:40]}-{token}"
+
+
+def build_spec(args: argparse.Namespace, command: list[str]) -> dict:
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"--env: expected KEY=VALUE, got {item!r}")
+        env[key] = value
+    try:
+        gpus = float(args.gpus)
+    except ValueError:
+        fail(f"--gpus: expected a number, got {args.gpus!r}")
+    spec: dict = {
+        "queue": args.queue,
+        "command": command,
+        "env": env,
+        "workdir": args.workdir or os.getcwd(),
+        "count": args.count,
+        "gpus": gpus,
+    }
+    for key, value in (
+        ("min", args.min),
+        ("cpu", args.cpu),
+        ("memory", args.memory),
+        ("grace_period", args.grace_period),
+        ("priority_class", args.priority_class),
+    ):
+        if value is not None:
+            spec[key] = value
+    return spec
+
+
+def _run(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        fail("give the command after --, e.g. muster run --queue q -- python train.py")
+    name = job_name(command, args.name)
+    doc = manifest(name, build_spec(args, command))
+    try:
+        (group,) = group_manifests([doc])
+    except ManifestError as exc:
+        # Name the flag, not the manifest field the flag becomes.
+        flag = (
+            "--" + exc.path.removeprefix("spec.").replace("_", "-")
+            if exc.path.startswith("spec.")
+            else exc.path
+        )
+        fail(f"{flag}: {exc.message}")
+    endpoints = running_endpoints()
+
+    async def send() -> str:
+        async with await Client.connect(endpoints) as client:
+            return await client.submit([doc], uid=workload_uid([doc]))
+
+    uid = asyncio.run(send())
+    if args.json:
+        print_json({"job": name, "uid": uid, "queue": group.queue, "pods": args.count})
+    else:
+        print(
+            f"submitted {name}: {args.count} process(es) to queue {group.queue} (min {group.min_available})"
+        )
+        print(f"  muster logs {name} --follow    muster cancel {name}")
+    return 0

@@ -1,0 +1,54 @@
+"""The node monitor: declares silent agent nodes lost, as events.
+
+``MUSTER_NODE_TIMEOUT`` (seconds, default 30) is how long an agent node may
+go without a heartbeat. A restarted monitor counts every node as heard at
+its start, so its own restart never declares a node lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+from muster.service import ServiceContext, rebuild_then_consume
+
+from services.nodewatch.watch import NodeWatch
+
+
+async def run(ctx: ServiceContext) -> None:
+    timeout = float(os.environ.get("MUSTER_NODE_TIMEOUT", "30"))
+    watch = NodeWatch(timeout=timeout)
+    s = ctx.subjects
+    rebuilt = asyncio.Event()
+    published: set[str] = set()
+
+    async def handle(deliveries: list, live: bool) -> None:
+        now = time.time()
+        for delivery in deliveries:
+            for event in delivery.events:
+                watch.apply(event, delivery.seq, now)
+
+    async def on_rebuilt() -> None:
+        rebuilt.set()
+
+    consumer = asyncio.create_task(
+        rebuild_then_consume(
+            ctx, "nodewatch", [s.nodes("*"), s.decisions("*"), s.pods("*")], handle, on_rebuilt=on_rebuilt
+        )
+    )
+    tick = min(1.0, timeout / 4)
+    try:
+        while not ctx.stop.is_set() and not consumer.done():
+            await asyncio.sleep(tick)
+            if not rebuilt.is_set():
+                continue
+            for pool, events, msg_id in watch.refusals():
+                await ctx.bus.publish(s.pods(pool), events, msg_id=msg_id)
+            for loss in watch.losses_due(time.time()):
+                if loss.msg_id not in published:
+                    await ctx.bus.publish(s.nodes(loss.pool), loss.events, msg_id=loss.msg_id)
+                    published.add(loss.msg_id)
+    finally:
+        ctx.stop.set()
+        await consumer
