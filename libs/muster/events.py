@@ -16,7 +16,7 @@ Job (pod group) lifecycle::
 
     submitted ──WorkloadSubmitted──► grouped ──PodGroupCreated──► pending
     pending ──(all gang pods) BindRequested──► binding ──PodBound──► running
-    binding ──BindFailed──► pending
+    binding ──BindFailed / BindRejected──► pending
     running ──EvictionRequested──► releasing ──PodEvicted──► pending (preempted)
     running ──PodCompleted (every pod)──► completed
     running ──PodFailed (a pod's process ended badly)──► failed
@@ -26,7 +26,7 @@ Pod lifecycle (a pod is ``(job, index)``, index over the job's pod specs
 expanded in order)::
 
     pending ──BindRequested──► binding ──PodBound──► bound
-    binding ──BindFailed──► pending
+    binding ──BindFailed / BindRejected──► pending
     bound ──EvictionRequested──► releasing ──PodEvicted──► pending
     bound ──PodCompleted──► completed
     bound ──PodFailed──► failed          (terminal: it holds nothing any more)
@@ -312,6 +312,27 @@ class BindFailed(_Event, tag="BindFailed", kw_only=True):
     pool: str = "default"
 
 
+class BindRejected(_Event, tag="BindRejected", kw_only=True):
+    """The binder refused a decision from a deposed leader (its epoch is older than the pool's)."""
+
+    job: str
+    pod: int
+    node: str
+    pool: str = "default"
+    epoch: int = 0
+    """The stale epoch the decision carried."""
+    current_epoch: int = 0
+
+
+class LeaderElected(_Event, tag="LeaderElected", kw_only=True):
+    """An allocator took the lease of a pool; decisions of older epochs are void from here on."""
+
+    pool: str = "default"
+    epoch: int
+    holder: str
+    previous: str | None = None
+
+
 class PodEvicted(_Event, tag="PodEvicted", kw_only=True):
     job: str
     pod: int
@@ -386,8 +407,10 @@ Event = Union[
     EvictionRequested,
     CycleCompleted,
     AllocatorConfigured,
+    LeaderElected,
     PodBound,
     BindFailed,
+    BindRejected,
     PodEvicted,
     PodCompleted,
     DeadLettered,

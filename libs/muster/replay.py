@@ -25,6 +25,7 @@ from muster.events import (
     EvictionRequested,
     decode_event,
 )
+from muster.fencing import EpochFence
 from muster.subjects import Subjects
 from services.allocator.app import consumed_subjects
 from services.allocator.config import AllocatorConfig
@@ -149,23 +150,25 @@ def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, re
     records = sorted(records, key=lambda r: (r.completed.watermark, r.completed.cycle))
     allocator: Allocator | None = None
     config: AllocatorConfig | None = None
+    fence = EpochFence()
     read: list[tuple[int, int, Event]] = []
     i = 0
 
     def run_due(upto: int) -> None:
-        nonlocal i, allocator, config, read
+        nonlocal i, allocator, config, read, fence
         while i < len(records) and records[i].completed.watermark < upto:
             record = records[i]
             i += 1
             if allocator is None or record.config != config:
                 # A new configuration means a restarted allocator: it rebuilt its state from the log.
-                allocator, config = engine(record.config, pool), record.config
+                allocator, config, fence = engine(record.config, pool), record.config, EpochFence()
                 for m in messages:
                     if m.seq > record.completed.watermark:
                         break
                     if any(subject_matches(p, m.subject) for p in wanted):
                         for event in m.events:
-                            allocator.apply(event)
+                            if fence.admit(event):
+                                allocator.apply(event)
             c = record.completed
             if c.watermark < from_seq or (to_seq is not None and c.watermark > to_seq):
                 read = []
@@ -184,7 +187,8 @@ def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, re
         run_due(message.seq)
         if allocator is not None and any(subject_matches(p, message.subject) for p in wanted):
             for index, event in enumerate(message.events):
-                allocator.apply(event)
+                if fence.admit(event):
+                    allocator.apply(event)
                 read.append((message.seq, index, event))
     run_due(float("inf"))
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from muster import telemetry
 from muster.bus import NatsBus
+from muster.health import HealthServer, Metrics, record_port
 from muster.runtime.settings import Endpoints, Settings
 
 Run = Callable[["ServiceContext"], Awaitable[None]]
@@ -28,6 +29,7 @@ class ServiceContext:
     endpoints: Endpoints
     bus: NatsBus
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    metrics: Metrics | None = None
 
     @property
     def subjects(self):
@@ -37,11 +39,29 @@ class ServiceContext:
 async def run_service(
     name: str, run: Run, endpoints: Endpoints, settings: Settings, stop: asyncio.Event
 ) -> None:
-    """Connect to the bus and run one service until ``stop`` is set."""
+    """Connect to the bus and run one service until ``stop`` is set.
+
+    With ``MUSTER_HTTP_PORT`` set, ``/healthz``, ``/readyz`` (ready once the
+    service's consumer reads the stream) and ``/metrics`` are served too.
+    """
+    metrics = Metrics(name)
     bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service=name)
+    bus.metrics = metrics
+    health = None
+    port = settings.extra.get("MUSTER_HTTP_PORT")
+    if port is not None:
+        health = HealthServer(metrics, bus.consuming)
+        bound = await health.start(settings.extra.get("MUSTER_HTTP_HOST", "127.0.0.1"), int(port))
+        record_port(settings.home, name, bound)
     try:
-        await run(ServiceContext(name=name, settings=settings, endpoints=endpoints, bus=bus, stop=stop))
+        await run(
+            ServiceContext(
+                name=name, settings=settings, endpoints=endpoints, bus=bus, stop=stop, metrics=metrics
+            )
+        )
     finally:
+        if health is not None:
+            await health.stop()
         await bus.close()
 
 
@@ -71,6 +91,7 @@ async def rebuild_then_consume(
     *,
     batch: int = 512,
     on_rebuilt: Callable[[], Awaitable[None]] | None = None,
+    inactive_threshold: float | None = None,
 ) -> None:
     """For services whose state is a fold of the log: rebuild it from the stream, then follow.
 
@@ -97,4 +118,6 @@ async def rebuild_then_consume(
         if fresh:
             await handle(fresh, True)
 
-    await ctx.bus.consume(consumer, subjects, live, stop=ctx.stop, batch=batch)
+    await ctx.bus.consume(
+        consumer, subjects, live, stop=ctx.stop, batch=batch, inactive_threshold=inactive_threshold
+    )

@@ -33,15 +33,21 @@ def configure(service_name: str, env: Mapping[str, str] | None = None) -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
+    _configured = True
+    otlp = env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    console = env.get("MUSTER_TRACE_CONSOLE") == "1"
+    if not (otlp or console):
+        # Nothing would see the spans: keep the no-op tracer, which still passes on
+        # any trace context that arrives, at no cost on hot paths.
+        return
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
-    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+    if otlp:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    if env.get("MUSTER_TRACE_CONSOLE") == "1":
+    if console:
         provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
     trace.set_tracer_provider(provider)
-    _configured = True
 
 
 def tracer(name: str = "muster") -> trace.Tracer:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 from pathlib import Path
 
 import msgspec
 import yaml
+from muster.lease import Lease, lease_bucket
 from muster.service import ServiceContext, rebuild_then_consume
 from muster.subjects import Subjects
 
@@ -41,24 +43,46 @@ async def run(ctx: ServiceContext) -> None:
     env = dict(os.environ)
     config = load_config(env)
     pool = env.get("MUSTER_POOL", "default")
+    instance = env.get("MUSTER_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}"
     interval = float(env.get("MUSTER_CYCLE_INTERVAL", "0.05"))
+    ttl = float(env.get("MUSTER_LEASE_TTL", "5"))
     engine = Allocator(config, frozenset({pool}))
-    handlers = AllocatorHandlers(ctx.bus, ctx.subjects, engine, clock=time.time, pool=pool)
-    subjects = consumed_subjects(ctx.subjects, pool)
+    handlers = AllocatorHandlers(
+        ctx.bus, ctx.subjects, engine, clock=time.time, pool=pool, metrics=ctx.metrics
+    )
+    lease = Lease(await lease_bucket(ctx.bus.js, ctx.subjects.stream), pool, instance, ttl)
     rebuilt = asyncio.Event()
 
     async def on_rebuilt() -> None:
-        await handlers.announce()
         rebuilt.set()
 
+    # Every instance, leader or standby, folds the whole log: a standby's state is warm when it takes over.
     consumer = asyncio.create_task(
-        rebuild_then_consume(ctx, f"allocator-{pool}", subjects, handlers.handle, on_rebuilt=on_rebuilt)
+        rebuild_then_consume(
+            ctx,
+            f"allocator-{pool}-{instance}",
+            consumed_subjects(ctx.subjects, pool),
+            handlers.handle,
+            on_rebuilt=on_rebuilt,
+            inactive_threshold=max(60.0, 10 * ttl),
+        )
     )
+    next_lease_check = 0.0
     try:
         while not ctx.stop.is_set() and not consumer.done():
             await asyncio.sleep(interval)
-            if rebuilt.is_set():
+            if not rebuilt.is_set():
+                continue
+            if time.monotonic() >= next_lease_check:
+                next_lease_check = time.monotonic() + ttl / 3
+                if handlers.leader and not await lease.renew():
+                    handlers.step_down()
+                elif not handlers.leader and (held := await lease.acquire()) is not None:
+                    await handlers.become_leader(held.epoch, instance, held.previous)
+            if handlers.leader:
                 await handlers.maybe_cycle()
     finally:
         ctx.stop.set()
         await consumer
+        if handlers.leader:
+            await lease.release()

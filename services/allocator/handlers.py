@@ -8,19 +8,22 @@ log prefix up to its watermark, and replay can re-derive it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import msgspec
 from muster import telemetry
 from muster.bus import Bus, Delivery, chunk_events
-from muster.events import AllocatorConfigured, CycleCompleted, QueueStatus
+from muster.events import AllocatorConfigured, BindRequested, CycleCompleted, LeaderElected, QueueStatus
+from muster.fencing import EpochFence
+from muster.health import Metrics
 from muster.subjects import Subjects
 from opentelemetry import trace
 
 from services.allocator.engine import Allocator
 
 # Events the allocator itself emits; reading them back changes nothing worth a new cycle.
-_OWN = (CycleCompleted, QueueStatus, AllocatorConfigured)
+_OWN = (CycleCompleted, QueueStatus, AllocatorConfigured, LeaderElected)
 
 
 class AllocatorHandlers:
@@ -33,6 +36,7 @@ class AllocatorHandlers:
         *,
         pool: str = "default",
         epoch: int = 0,
+        metrics: Metrics | None = None,
     ):
         self.bus = bus
         self.subjects = subjects
@@ -47,11 +51,16 @@ class AllocatorHandlers:
         self.queue_status: dict[str, QueueStatus] = {}
         self.cycles_run = 0
         self.traces = telemetry.JobContexts()
+        self.metrics = metrics
+        self.fence = EpochFence()
+        self.leader = False
 
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
         for delivery in deliveries:
             self.traces.note(delivery.events, delivery.context)
             for event in delivery.events:
+                if not self.fence.admit(event):
+                    continue  # a deposed leader's decision, or its rejection: not part of the state
                 self.engine.apply(event)
                 if isinstance(event, CycleCompleted) and event.pool == self.pool:
                     self.last_cycle = max(self.last_cycle, event.cycle)
@@ -59,16 +68,35 @@ class AllocatorHandlers:
                     self.dirty = True
             self.applied_seq = delivery.seq
 
+    async def become_leader(self, epoch: int, holder: str, previous: str | None) -> None:
+        """This instance holds the pool's lease: record the new epoch, then decide under it."""
+        self.epoch = epoch
+        event = LeaderElected(pool=self.pool, epoch=epoch, holder=holder, previous=previous)
+        self.awaiting_seq = await self.bus.publish(
+            self.subjects.decisions(self.pool), [event], msg_id=f"leader:{self.pool}:{epoch}"
+        )
+        await self.announce()
+        self.leader = True
+        self.dirty = True
+        if self.metrics is not None:
+            self.metrics.leader.labels(self.pool).set(1)
+
+    def step_down(self) -> None:
+        """The lease is gone: stop deciding at once (the binder fences anything already sent)."""
+        self.leader = False
+        if self.metrics is not None:
+            self.metrics.leader.labels(self.pool).set(0)
+
     async def announce(self) -> None:
         """Record the configuration this allocator decides with, so replay can use the same."""
         config = self.engine.config
         event = AllocatorConfigured(
             pool=self.pool, epoch=self.epoch, config=msgspec.to_builtins(config), digest=config.digest()
         )
-        await self.bus.publish(
+        self.awaiting_seq = await self.bus.publish(
             self.subjects.decisions(self.pool),
             [event],
-            msg_id=f"allocator-config:{self.pool}:{self.epoch}:{event.digest}:{self.applied_seq}",
+            msg_id=f"allocator-config:{self.pool}:{self.epoch}:{event.digest}",
         )
 
     def ready(self, clock: float) -> bool:
@@ -83,8 +111,10 @@ class AllocatorHandlers:
             return False
         self.dirty = False
         cycle = self.last_cycle + 1
+        started = time.perf_counter()
         out = self.engine.cycle(clock, cycle=cycle, epoch=self.epoch, watermark=self.applied_seq)
         self.cycles_run += 1
+        self._measure(out, time.perf_counter() - started)
         if out.decisions or out.completed.pending:
             # An idle cycle that changed nothing is not recorded: the log does not grow with repetition.
             chunks = chunk_events([*out.decisions, out.completed])
@@ -99,6 +129,20 @@ class AllocatorHandlers:
             self._trace(out, cycle)
         await self._publish_queue_status(out.queue_status, cycle)
         return True
+
+    def _measure(self, out, seconds: float) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.cycle_seconds.labels(self.pool).observe(seconds)
+        for d in out.decisions:
+            m.decisions.labels(self.pool, "bind" if isinstance(d, BindRequested) else "evict").inc()
+        m.pending_jobs.labels(self.pool).set(len(out.reasons))
+        for status in out.queue_status:
+            for resource, value in status.fair_share.items():
+                m.fair_share.labels(status.name, resource).set(value)
+            for resource, value in status.allocated.items():
+                m.allocated.labels(status.name, resource).set(value)
 
     def _trace(self, out, cycle: int) -> None:
         """A span for the cycle, and one in each affected job's own trace, linked to it."""

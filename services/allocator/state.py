@@ -437,7 +437,7 @@ class ClusterState:
                     job.ever_ran = True
                     if not was_running:
                         job.last_start = event.at
-            case ev.BindFailed():
+            case ev.BindFailed() | ev.BindRejected():
                 job = self.jobs.get(event.job)
                 if job is None or not 0 <= event.pod < len(job.pods):
                     return

@@ -1,4 +1,5 @@
 from muster.service import service_main
+
 from services.binder.app import run
 
 if __name__ == "__main__":

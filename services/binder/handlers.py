@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from muster import telemetry
-from muster.bus import Bus, Delivery
-from muster.events import Event
+from muster.bus import Bus, Delivery, chunk_events
+from muster.events import BindRejected, BindRequested, Event
+from muster.fencing import EpochFence, rejection
 from muster.subjects import Subjects
 
 from services.binder.sim import SimFleet
@@ -22,16 +23,34 @@ class BinderHandlers:
         self.published = 0
         self.live = False
         self.traces = telemetry.JobContexts()
+        self.fence = EpochFence()
+        self.to_reject: dict[tuple[str, int, int], BindRequested] = {}
 
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
         for delivery in deliveries:
             for event in delivery.events:
-                self.fleet.apply(event)
+                self._fold(event)
             self.traces.note(delivery.events, delivery.context)
             self.applied_seq = delivery.seq
         if live:
             context = deliveries[-1].context
-            await self._publish(self.fleet.step(self.clock()), context)
+            await self._publish(self._rejections() + self.fleet.step(self.clock()), context)
+
+    def _fold(self, event: Event) -> None:
+        self.fence.admit(event)
+        if isinstance(event, BindRejected):
+            self.to_reject.pop((event.job, event.pod, event.epoch), None)
+        elif self.fence.is_stale(event):
+            # A deposed leader's decision: never acted on; a bind is answered with BindRejected.
+            if isinstance(event, BindRequested):
+                self.to_reject[(event.job, event.pod, event.epoch)] = event
+        else:
+            self.fleet.apply(event)
+
+    def _rejections(self) -> list[Event]:
+        out = [rejection(e, self.fence.current(e.pool)) for e in self.to_reject.values()]
+        self.to_reject.clear()
+        return out
 
     async def rebuilt(self) -> None:
         """History is folded in: confirm what it left outstanding, then go live."""
@@ -40,7 +59,7 @@ class BinderHandlers:
 
     async def tick(self) -> None:
         """Confirm what time alone makes due (completions of pods with a duration)."""
-        await self._publish(self.fleet.step(self.clock()), None)
+        await self._publish(self._rejections() + self.fleet.step(self.clock()), None)
 
     async def _publish(self, confirmations: list[Event], context) -> None:
         by_pool: dict[str, list[Event]] = {}
@@ -60,12 +79,13 @@ class BinderHandlers:
                 },
             )
         for pool, events in sorted(by_pool.items()):
-            self.published += 1
-            # The fleet is rebuilt from the log, so after a restart it never re-confirms
-            # what it published: an id from its position in the log is enough.
-            await self.bus.publish(
-                self.subjects.pods(pool),
-                events,
-                msg_id=f"binder:{self.applied_seq}:{self.published}",
-                context=context,
-            )
+            for chunk in chunk_events(events):
+                self.published += 1
+                # The fleet is rebuilt from the log, so after a restart it never re-confirms
+                # what it published: an id from its position in the log is enough.
+                await self.bus.publish(
+                    self.subjects.pods(pool),
+                    chunk,
+                    msg_id=f"binder:{self.applied_seq}:{self.published}",
+                    context=context,
+                )

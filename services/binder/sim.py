@@ -18,6 +18,7 @@ expanded in order.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from muster import events as ev
@@ -61,6 +62,10 @@ class BoundPod:
     started: float
 
 
+# Stands for a pod no longer running: its start (NaN) matches no due completion.
+_GONE = BoundPod(job="", pod=-1, node="", gpus=(), share=0.0, request=ev.Resources(), started=float("nan"))
+
+
 @dataclass(frozen=True)
 class _Job:
     pods: tuple[ev.Resources, ...]
@@ -91,6 +96,8 @@ class SimFleet:
         self._bound: dict[PodKey, BoundPod] = {}
         self._binds: dict[PodKey, ev.BindRequested] = {}
         self._evictions: dict[PodKey, None] = {}
+        # (due time, pod, start) of every running pod with a duration: completions without a scan.
+        self._due: list[tuple[float, PodKey, float]] = []
         self._agent_nodes: set[str] = set()
 
     # -- reading the log ---------------------------------------------------
@@ -153,13 +160,11 @@ class SimFleet:
         for key, bind in list(self._binds.items()):
             del self._binds[key]
             out += self._bind(bind, clock)
-        due = []
-        for key, pod in self._bound.items():
-            duration = self._jobs[pod.job].duration if pod.job in self._jobs else None
-            if duration is not None and clock + _EPS >= pod.started + duration:
-                due.append((pod.started + duration, key))
-        for _, key in sorted(due):
-            pod = self._bound[key]
+        while self._due and self._due[0][0] <= clock + _EPS:
+            _, key, started = heapq.heappop(self._due)
+            pod = self._bound.get(key)
+            if pod is None or pod.started != started:
+                continue  # evicted or re-bound since: this completion is void
             self._release(key)
             out.append(
                 ev.PodCompleted(job=key[0], pod=key[1], node=pod.node, pool=self._pool(pod.node), at=clock)
@@ -168,9 +173,9 @@ class SimFleet:
 
     def waiting_for_time(self) -> bool:
         """Whether some running pod will complete once enough time passes."""
-        return any(
-            pod.job in self._jobs and self._jobs[pod.job].duration is not None for pod in self._bound.values()
-        )
+        while self._due and self._bound.get(self._due[0][1], _GONE).started != self._due[0][2]:
+            heapq.heappop(self._due)
+        return bool(self._due)
 
     def bound(self) -> list[BoundPod]:
         """Every running pod, ordered by job and index."""
@@ -281,6 +286,9 @@ class SimFleet:
         node.memory += request.memory
         for name, amount in request.extended.items():
             node.extended[name] = node.extended.get(name, 0) + amount
+        job = self._jobs.get(key[0])
+        if job is not None and job.duration is not None:
+            heapq.heappush(self._due, (at + job.duration, key, at))
         self._bound[key] = BoundPod(
             job=key[0], pod=key[1], node=node.spec.name, gpus=gpus, share=share, request=request, started=at
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from muster import telemetry
-from muster.bus import Bus, Delivery
+from muster.bus import Bus, Delivery, chunk_events
 from muster.events import Event, WorkloadRejected, WorkloadSubmitted
 from muster.subjects import Subjects
 
@@ -44,6 +44,7 @@ class PodgrouperHandlers:
                 ) as span:
                     events = group_submission(submission)
                     span.set_attribute("muster.jobs", [getattr(e, "name", "") for e in events])
-                    await self.bus.publish(
-                        self.subjects.podgroups, events, msg_id=f"podgrouper:{submission.uid}"
-                    )
+                    for i, chunk in enumerate(chunk_events(events)):
+                        await self.bus.publish(
+                            self.subjects.podgroups, chunk, msg_id=f"podgrouper:{submission.uid}:{i}"
+                        )

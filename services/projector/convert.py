@@ -125,6 +125,7 @@ UPDATE_POD = (
     " gpus = CASE WHEN $4 THEN $6::integer[] ELSE gpus END, gpu_share = CASE WHEN $4 THEN $7 ELSE gpu_share END,"
     " updated_seq = $8 WHERE job = $1 AND idx = $2"
 )
+# Not run as such: the sink folds these into the status re-derivation ($2 of REDERIVE_JOB_STATUS).
 JOB_RAN = "UPDATE jobs SET ever_ran = true WHERE name = $1"
 INSERT_DECISION = (
     "INSERT INTO decisions (stream_seq, idx, pool, cycle, epoch, kind, job, pod, node, gpus, action, for_job, reason)"
@@ -257,11 +258,11 @@ def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op | PodC
 
 # Job status follows from its pods: see the lifecycle in muster.events.
 REDERIVE_JOB_STATUS = """
-UPDATE jobs j SET status = CASE
+UPDATE jobs j SET ever_ran = j.ever_ran OR j.name = ANY($2::text[]), status = CASE
         WHEN c.completed = j.pods_total THEN 'completed'
         WHEN c.bound > 0 THEN 'running'
         WHEN c.failed > 0 THEN 'failed'
-        WHEN j.ever_ran THEN 'preempted'
+        WHEN j.ever_ran OR j.name = ANY($2::text[]) THEN 'preempted'
         ELSE 'pending' END
 FROM (SELECT job,
              count(*) FILTER (WHERE status = 'completed') AS completed,

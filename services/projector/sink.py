@@ -1,6 +1,15 @@
-"""Applies converted operations to Postgres, together with the checkpoint."""
+"""Applies converted operations to Postgres, together with the checkpoint.
+
+A batch is written set-wise: rows keyed by stream position are appended
+with COPY (the checkpoint admits each message once, so they cannot clash);
+new jobs and pods and each pod's folded change go through staging tables
+and one statement each; the few order-sensitive updates (queues, nodes,
+reasons) run in log order.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import asyncpg
 from muster.bus import Delivery
@@ -8,47 +17,141 @@ from muster.bus import Delivery
 from services.projector import convert as c
 from services.projector.convert import REDERIVE_JOB_STATUS, Op, PodChange, convert
 
-# Inserts of new rows: their order among themselves does not matter.
-_INSERTS = {
-    c.INSERT_EVENT,
-    c.INSERT_DECISION,
-    c.INSERT_CYCLE,
-    c.INSERT_DEAD_LETTER,
-    c.INSERT_JOB,
-    c.INSERT_POD,
+# Appended rows addressed by stream position: COPY straight into the table.
+_APPEND = {
+    c.INSERT_EVENT: ("events", ("stream_seq", "idx", "subject", "type", "payload")),
+    c.INSERT_DECISION: (
+        "decisions",
+        (
+            "stream_seq",
+            "idx",
+            "pool",
+            "cycle",
+            "epoch",
+            "kind",
+            "job",
+            "pod",
+            "node",
+            "gpus",
+            "action",
+            "for_job",
+            "reason",
+        ),
+    ),
+    c.INSERT_CYCLE: (
+        "cycles",
+        (
+            "stream_seq",
+            "idx",
+            "pool",
+            "cycle",
+            "epoch",
+            "watermark",
+            "clock",
+            "binds",
+            "evictions",
+            "config_digest",
+        ),
+    ),
+    c.INSERT_DEAD_LETTER: (
+        "dead_letters",
+        ("stream_seq", "idx", "service", "subject", "original_seq", "error", "data"),
+    ),
 }
-# Monotone updates of rows the inserts made: order-free too, but after them.
-_AFTERWARDS = {c.GROUPED_WORKLOAD, c.JOB_RAN}
+# Rows keyed by name, which a resubmission may repeat: COPY into a staging table, then insert what is new.
+_JOB_COLUMNS = (
+    "name", "queue", "kind", "pool", "priority", "preemptible", "min_available", "pods_total", "spec",
+    "submitted_at", "created_seq",
+)  # fmt: skip
+_POD_COLUMNS = ("job", "idx", "gpu", "cpu", "memory", "updated_seq")
+_CHANGE_COLUMNS = ("job", "idx", "status", "placed", "node", "gpus", "gpu_share", "updated_seq")
+_STAGING = (
+    "CREATE TEMP TABLE IF NOT EXISTS stage_jobs ON COMMIT DELETE ROWS AS"
+    f" SELECT {', '.join(_JOB_COLUMNS)} FROM jobs WITH NO DATA",
+    f"CREATE TEMP TABLE IF NOT EXISTS stage_pods ON COMMIT DELETE ROWS AS SELECT {', '.join(_POD_COLUMNS)} FROM pods WITH NO DATA",
+    "CREATE TEMP TABLE IF NOT EXISTS stage_pod_changes (job text, idx integer, status text, placed boolean, node text,"
+    " gpus integer[], gpu_share double precision, updated_seq bigint) ON COMMIT DELETE ROWS",
+)
+_MERGE_JOBS = (
+    f"INSERT INTO jobs ({', '.join(_JOB_COLUMNS)}, status, updated_seq)"
+    f" SELECT {', '.join(_JOB_COLUMNS)}, 'pending', created_seq FROM stage_jobs ON CONFLICT (name) DO NOTHING"
+)
+_MERGE_PODS = (
+    f"INSERT INTO pods ({', '.join(_POD_COLUMNS)}, status) SELECT {', '.join(_POD_COLUMNS)}, 'pending'"
+    " FROM stage_pods ON CONFLICT (job, idx) DO NOTHING"
+)
+_MERGE_CHANGES = (
+    "UPDATE pods p SET status = s.status, node = CASE WHEN s.placed THEN s.node ELSE p.node END,"
+    " gpus = CASE WHEN s.placed THEN s.gpus ELSE p.gpus END,"
+    " gpu_share = CASE WHEN s.placed THEN s.gpu_share ELSE p.gpu_share END, updated_seq = s.updated_seq"
+    " FROM stage_pod_changes s WHERE p.job = s.job AND p.idx = s.idx"
+)
 
 
-def plan(ops: list[Op | PodChange]) -> list[tuple[str, list[tuple]]]:
-    """The statements for one batch, as few executemany calls as order allows.
+@dataclass
+class Plan:
+    """One batch's writes, grouped by how they reach the database."""
 
-    Inserts first, grouped by statement; then the order-sensitive updates in
-    log order (runs of one statement coalesced); then monotone updates; then
-    each pod's changes folded into one row update (a pod bound and evicted in
-    the same batch is written once, as the log leaves it).
-    """
-    inserts: dict[str, list[tuple]] = {}
-    ordered: list[tuple[str, list[tuple]]] = []
-    afterwards: dict[str, list[tuple]] = {}
-    pods: dict[tuple[str, int], PodChange] = {}
+    appends: dict[str, list[tuple]]
+    """Insert statement (an _APPEND key) -> rows, for COPY."""
+    jobs: list[tuple]
+    pods: list[tuple]
+    ordered: list[tuple[str, list[tuple]]]
+    """Order-sensitive statements in log order, runs of one statement coalesced."""
+    workloads_grouped: dict[str, tuple]
+    ran: set[str]
+    """Jobs that had a pod bound in this batch."""
+    pod_changes: list[tuple]
+    """Each pod's changes in the batch folded into one: the state the log leaves it in."""
+
+
+def plan(ops: list[Op | PodChange]) -> Plan:
+    """Group a batch's operations for set-wise writing, keeping the order that matters."""
+    p = Plan(appends={}, jobs=[], pods=[], ordered=[], workloads_grouped={}, ran=set(), pod_changes=[])
+    changes: dict[tuple[str, int], PodChange] = {}
     for op in ops:
         if isinstance(op, PodChange):
             key = (op.job, op.pod)
-            pods[key] = pods[key].then(op) if key in pods else op
-        elif op.sql in _INSERTS:
-            inserts.setdefault(op.sql, []).append(op.args)
-        elif op.sql in _AFTERWARDS:
-            afterwards.setdefault(op.sql, []).append(op.args)
-        elif ordered and ordered[-1][0] == op.sql:
-            ordered[-1][1].append(op.args)
+            changes[key] = changes[key].then(op) if key in changes else op
+        elif op.sql in _APPEND:
+            p.appends.setdefault(op.sql, []).append(op.args)
+        elif op.sql == c.INSERT_JOB:
+            p.jobs.append(op.args)
+        elif op.sql == c.INSERT_POD:
+            p.pods.append(op.args)
+        elif op.sql == c.GROUPED_WORKLOAD:
+            p.workloads_grouped[op.args[0]] = op.args
+        elif op.sql == c.JOB_RAN:
+            p.ran.add(op.args[0])
+        elif p.ordered and p.ordered[-1][0] == op.sql:
+            p.ordered[-1][1].append(op.args)
         else:
-            ordered.append((op.sql, [op.args]))
-    runs = [*inserts.items(), *ordered, *afterwards.items()]
-    if pods:
-        runs.append((c.UPDATE_POD, [change.args() for change in pods.values()]))
-    return runs
+            p.ordered.append((op.sql, [op.args]))
+    p.pod_changes = [change.args() for change in changes.values()]
+    return p
+
+
+async def write(conn: asyncpg.Connection, p: Plan) -> None:
+    """Execute a plan inside the caller's transaction."""
+    for sql, rows in p.appends.items():
+        table, columns = _APPEND[sql]
+        await conn.copy_records_to_table(table, records=rows, columns=columns)
+    if p.jobs or p.pods or p.pod_changes:
+        for statement in _STAGING:
+            await conn.execute(statement)
+    if p.jobs:
+        await conn.copy_records_to_table("stage_jobs", records=p.jobs, columns=_JOB_COLUMNS)
+        await conn.execute(_MERGE_JOBS)
+    if p.pods:
+        await conn.copy_records_to_table("stage_pods", records=p.pods, columns=_POD_COLUMNS)
+        await conn.execute(_MERGE_PODS)
+    for sql, rows in p.ordered:
+        await conn.executemany(sql, rows)
+    if p.workloads_grouped:
+        await conn.executemany(c.GROUPED_WORKLOAD, list(p.workloads_grouped.values()))
+    if p.pod_changes:
+        await conn.copy_records_to_table("stage_pod_changes", records=p.pod_changes, columns=_CHANGE_COLUMNS)
+        await conn.execute(_MERGE_CHANGES)
 
 
 class PostgresSink:
@@ -80,10 +183,10 @@ class PostgresSink:
                 last = d.seq
             if last == done:
                 return 0
-            for sql, rows in plan(ops):
-                await conn.executemany(sql, rows)
+            batch = plan(ops)
+            await write(conn, batch)
             if touched:
-                await conn.execute(REDERIVE_JOB_STATUS, sorted(touched))
+                await conn.execute(REDERIVE_JOB_STATUS, sorted(touched), sorted(batch.ran))
             await conn.execute(
                 "UPDATE checkpoints SET stream_seq = $2 WHERE consumer = $1", self.consumer, last
             )

@@ -63,3 +63,15 @@ def wait_for(predicate, timeout: float = 30.0, poll: float = 0.2, what: str = "c
 
 def run(coro):
     return asyncio.run(coro)
+
+
+async def log_of(system):
+    """The whole log of a running system, as replay reads it."""
+    from muster.bus import NatsBus
+    from muster.replay import log_from_nats
+
+    bus = await NatsBus.connect(system.endpoints.nats_url, system.endpoints.subjects, service="test")
+    try:
+        return await log_from_nats(bus)
+    finally:
+        await bus.close()

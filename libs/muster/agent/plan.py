@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from muster import events as ev
+from muster.fencing import EpochFence
 
 PodKey = tuple[str, int]
 Phase = Literal["binding", "bound", "releasing", "gone"]
@@ -69,9 +70,13 @@ class NodeLog:
     placements: dict[PodKey, Placement] = field(default_factory=dict)
     lost: int = 0
     """How many times the node monitor declared this node lost."""
+    fence: EpochFence = field(default_factory=EpochFence)
+    """A deposed leader's decisions are never acted on (the binder answers them)."""
 
     def apply(self, event: ev.Event, seq: int) -> None:
         """Fold one event in; events about other nodes change nothing here."""
+        if not self.fence.admit(event):
+            return
         match event:
             case ev.PodGroupCreated():
                 self.jobs.setdefault(event.name, event)

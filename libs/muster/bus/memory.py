@@ -7,6 +7,7 @@ behave exactly as they do over NATS.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,11 +47,15 @@ class MemoryBus:
     ) -> int:
         return await self.publish_raw(subject, encode_envelope(events), msg_id=msg_id, context=context)
 
-    async def publish_raw(self, subject: str, data: bytes, *, msg_id: str, context: Context | None = None) -> int:
+    async def publish_raw(
+        self, subject: str, data: bytes, *, msg_id: str, context: Context | None = None
+    ) -> int:
         if msg_id in self._ids:
             return self._ids[msg_id]
         seq = len(self.messages) + 1
-        self.messages.append(StoredMessage(seq, subject, data, telemetry.inject({"Nats-Msg-Id": msg_id}, context)))
+        self.messages.append(
+            StoredMessage(seq, subject, data, telemetry.inject({"Nats-Msg-Id": msg_id}, context))
+        )
         self._ids[msg_id] = seq
         async with self._changed:
             self._changed.notify_all()
@@ -68,16 +73,15 @@ class MemoryBus:
         stop: asyncio.Event,
         batch: int = 256,
         max_attempts: int = 5,
+        inactive_threshold: float | None = None,
     ) -> None:
         while not stop.is_set():
             start = self._acked.get(name, 0)
             pending = [m for m in self.messages[start : start + batch]]
             if not pending:
                 async with self._changed:
-                    try:
+                    with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), timeout=0.1)
-                    except TimeoutError:
-                        pass
                 continue
             deliveries = []
             for msg in pending:
@@ -89,12 +93,16 @@ class MemoryBus:
                     await self._dead_letter(name, msg, str(exc))
                     continue
                 deliveries.append(
-                    Delivery(msg.subject, msg.seq, events, msg.headers, context=telemetry.extract(msg.headers))
+                    Delivery(
+                        msg.subject, msg.seq, events, msg.headers, context=telemetry.extract(msg.headers)
+                    )
                 )
             await self._handle(name, deliveries, handler, max_attempts)
             self._acked[name] = pending[-1].seq
 
-    async def _handle(self, name: str, deliveries: list[Delivery], handler: Handler, max_attempts: int) -> None:
+    async def _handle(
+        self, name: str, deliveries: list[Delivery], handler: Handler, max_attempts: int
+    ) -> None:
         # As over NATS: the batch first, then one by one so a poison message is isolated.
         if not deliveries:
             return
@@ -114,5 +122,7 @@ class MemoryBus:
                         await self._dead_letter(name, msg, f"handler failed: {exc!r}")
 
     async def _dead_letter(self, consumer: str, msg: StoredMessage, error: str) -> None:
-        event = DeadLettered(service=consumer, subject=msg.subject, stream_seq=msg.seq, error=error, data=msg.data)
+        event = DeadLettered(
+            service=consumer, subject=msg.subject, stream_seq=msg.seq, error=error, data=msg.data
+        )
         await self.publish(self.subjects.deadletter, [event], msg_id=f"dead:{consumer}:{msg.seq}")

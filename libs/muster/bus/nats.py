@@ -45,6 +45,9 @@ class NatsBus:
         self.js = nc.jetstream(timeout=10)
         self.subjects = subjects
         self.service = service
+        self.consuming = asyncio.Event()
+        """Set once a consumer is bound and reading: what /readyz reports."""
+        self.metrics = None
 
     @classmethod
     async def connect(cls, url: str, subjects: Subjects, *, service: str = "muster") -> NatsBus:
@@ -96,7 +99,9 @@ class NatsBus:
     ) -> int:
         return await self.publish_raw(subject, encode_envelope(events), msg_id=msg_id, context=context)
 
-    async def publish_raw(self, subject: str, data: bytes, *, msg_id: str, context: Context | None = None) -> int:
+    async def publish_raw(
+        self, subject: str, data: bytes, *, msg_id: str, context: Context | None = None
+    ) -> int:
         """Publish bytes as they are (other producers' messages, and tests of bad input)."""
         headers = telemetry.inject({MSG_ID: msg_id}, context)
         ack = await self.js.publish(subject, data, headers=headers)
@@ -106,7 +111,9 @@ class NatsBus:
         info = await self.js.stream_info(self.subjects.stream)
         return info.state.last_seq
 
-    async def _bind(self, name: str, subjects: Sequence[str]) -> tuple[object, tuple[str, ...]]:
+    async def _bind(
+        self, name: str, subjects: Sequence[str], inactive_threshold: float | None = None
+    ) -> tuple[object, tuple[str, ...]]:
         """Create (or reuse) the durable consumer; returns it and the filter left to the client."""
         client_filter: tuple[str, ...] = ()
         config = api.ConsumerConfig(
@@ -116,6 +123,8 @@ class NatsBus:
             # A killed consumer's unacknowledged messages come back after this long.
             ack_wait=10,
             max_ack_pending=20_000,
+            # Per-instance consumers (standby allocators) are removed by the server once unused.
+            inactive_threshold=inactive_threshold,
         )
         if len(subjects) == 1:
             config.filter_subject = subjects[0]
@@ -141,8 +150,10 @@ class NatsBus:
         stop: asyncio.Event,
         batch: int = 256,
         max_attempts: int = 5,
+        inactive_threshold: float | None = None,
     ) -> None:
-        psub, client_filter = await self._bind(name, subjects)
+        psub, client_filter = await self._bind(name, subjects, inactive_threshold)
+        self.consuming.set()
         while not stop.is_set():
             try:
                 msgs = await psub.fetch(batch, timeout=0.5)
@@ -152,6 +163,8 @@ class NatsBus:
                 log.warning("%s: fetch failed, retrying", name, exc_info=True)
                 await asyncio.sleep(0.5)
                 continue
+            if self.metrics is not None and msgs:
+                self.metrics.lag.labels(self.service).set(msgs[-1].metadata.num_pending)
             deliveries: list[tuple[Delivery, object]] = []
             for msg in msgs:
                 if client_filter and not any(subject_matches(p, msg.subject) for p in client_filter):
@@ -195,7 +208,9 @@ class NatsBus:
                 await handler([delivery])
             except Exception as exc:
                 if delivery.attempt >= max_attempts:
-                    await self.dead_letter(name, delivery.subject, delivery.seq, f"handler failed: {exc!r}", msg.data)
+                    await self.dead_letter(
+                        name, delivery.subject, delivery.seq, f"handler failed: {exc!r}", msg.data
+                    )
                     await msg.ack()
                 else:
                     await msg.nak(delay=min(0.2 * 2**delivery.attempt, 5.0))
@@ -228,7 +243,9 @@ class NatsBus:
                         events = decode_envelope(msg.data)
                     except (msgspec.DecodeError, msgspec.ValidationError):
                         events = []
-                    yield Delivery(subject=msg.subject, seq=seq, events=events, headers=dict(msg.headers or {}))
+                    yield Delivery(
+                        subject=msg.subject, seq=seq, events=events, headers=dict(msg.headers or {})
+                    )
                 if seq >= end:
                     return
         finally:

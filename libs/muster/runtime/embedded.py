@@ -27,6 +27,18 @@ from pathlib import Path
 PG_SYSTEM_USER = "muster-pg"
 
 
+def die_with_parent() -> None:
+    """In a child before exec: ask Linux to send SIGTERM when the parent dies, so nothing is orphaned."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the owner's cleanup has to do
+        pass
+
+
 class EmbeddedServerError(RuntimeError):
     """An embedded server could not be started; the message says where its log is."""
 
@@ -204,7 +216,10 @@ class EmbeddedPostgres:
             "-c", "max_connections=200",
         ]  # fmt: skip
         with open(log, "ab") as out:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, **as_user)
+            # Postgres shuts down fast on SIGINT; SIGTERM (what a dying parent sends) is its smart shutdown.
+            self.proc = subprocess.Popen(
+                args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, preexec_fn=die_with_parent, **as_user
+            )
         _wait_for_port(self.host, self.port, self.proc, log, timeout)
         self._wait_accepting(bindir, timeout)
         return self

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from muster.runtime.embedded import embedded_servers
+from muster.runtime.embedded import die_with_parent, embedded_servers
 from muster.runtime.settings import Endpoints, Settings, clear_endpoints, write_endpoints
 
 SERVICES = ("projector", "queue_controller", "podgrouper", "allocator", "binder", "nodewatch", "dashboard")
@@ -42,6 +42,8 @@ class System:
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
+        # Each service serves /healthz, /readyz, /metrics on a free port, recorded under home/http/.
+        env.setdefault("MUSTER_HTTP_PORT", "0")
         env.update(self.service_env)
         env.update(
             MUSTER_HOME=str(self.settings.home),
@@ -51,20 +53,25 @@ class System:
         )
         return env
 
-    def start_service(self, name: str) -> ServiceProcess:
+    def start_service(
+        self, name: str, *, key: str | None = None, env: dict[str, str] | None = None
+    ) -> ServiceProcess:
+        """Start ``services.<name>`` as a process; ``key`` names it when several run (allocators per pool)."""
+        key = key or name
         logs = self.settings.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        log = logs / f"{name}.log"
+        log = logs / f"{key}.log"
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", f"services.{name}"],
-                env=self.env(),
+                env={**self.env(), **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,
             )
-        self.processes[name] = ServiceProcess(name, proc, log)
-        return self.processes[name]
+        self.processes[key] = ServiceProcess(key, proc, log)
+        return self.processes[key]
 
     def stop_service(self, name: str, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
         service = self.processes.pop(name, None)

@@ -79,11 +79,13 @@ def test_a_rejected_workload_keeps_its_error_and_field():
     assert row[2:5] == ("rejected", "must be positive", "spec.replicas")
 
 
-def test_a_batch_is_written_with_one_statement_per_kind_of_row():
+def test_a_batch_groups_appends_new_jobs_and_pods_for_set_wise_writing():
     ops, _ = c.convert(3, "muster.podgroups", [group("a", pods=2), group("b", pods=2)])
-    runs = plan(ops)
-    assert [sql for sql, _ in runs] == [c.INSERT_EVENT, c.INSERT_JOB, c.INSERT_POD, c.GROUPED_WORKLOAD]
-    assert [len(rows) for _, rows in runs] == [2, 2, 4, 2]
+    batch = plan(ops)
+    assert [len(rows) for rows in batch.appends.values()] == [2]
+    assert [row[0] for row in batch.jobs] == ["a", "b"]
+    assert [(row[0], row[1]) for row in batch.pods] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert list(batch.workloads_grouped) == ["u1"]
 
 
 def test_a_pods_changes_in_one_batch_fold_into_the_state_the_log_leaves():
@@ -92,7 +94,13 @@ def test_a_pods_changes_in_one_batch_fold_into_the_state_the_log_leaves():
     evicted = c.convert(6, "p", [PodEvicted(job="a", pod=0, node="n")])[0]
     rebound = c.convert(7, "p", [PodBound(job="a", pod=0, node="m", gpus=[2])])[0]
     done = c.convert(8, "p", [PodCompleted(job="a", pod=0, node="m")])[0]
-    ((sql, rows),) = [run for run in plan(bind + bound + evicted + rebound + done) if run[0] == c.UPDATE_POD]
-    assert rows == [("a", 0, "completed", True, "m", [2], 0.0, 8)]
-    ((sql, rows),) = [run for run in plan(bind + evicted) if run[0] == c.UPDATE_POD]
-    assert rows == [("a", 0, "pending", True, None, [], 0.0, 6)]
+    assert plan(bind + bound + evicted + rebound + done).pod_changes == [
+        ("a", 0, "completed", True, "m", [2], 0.0, 8)
+    ]
+    assert plan(bind + evicted).pod_changes == [("a", 0, "pending", True, None, [], 0.0, 6)]
+
+
+def test_jobs_that_had_a_pod_bound_are_remembered_for_the_status_rederivation():
+    bound = c.convert(5, "p", [PodBound(job="a", pod=0, node="n"), PodBound(job="b", pod=0, node="n")])[0]
+    evicted = c.convert(6, "p", [PodEvicted(job="a", pod=0, node="n")])[0]
+    assert plan(bound + evicted).ran == {"a", "b"}

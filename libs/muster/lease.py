@@ -1,0 +1,110 @@
+"""Leader leases in a JetStream key-value bucket, one key per node pool.
+
+The holder renews before ``ttl`` runs out, each write conditional on the
+revision it last saw; a standby takes the lease once it has lapsed. Each
+new holder gets the next epoch, which every decision carries: the binder
+refuses decisions of older epochs (see ``muster.fencing``), so a deposed
+leader that still publishes cannot bind anything.
+
+Expiry is judged by the wall clocks of the processes involved, so hosts
+running allocators must keep their clocks in sync (NTP), as with any
+lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+from nats.js import JetStreamContext, api
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+
+class LeaseRecord(msgspec.Struct, frozen=True):
+    holder: str
+    epoch: int
+    expires: float
+
+
+@dataclass
+class Held:
+    epoch: int
+    revision: int
+    previous: str | None
+
+
+async def lease_bucket(js: JetStreamContext, stream: str) -> KeyValue:
+    """The system's lease bucket (created if missing)."""
+    name = f"{stream}_LEASES"
+    try:
+        return await js.key_value(name)
+    except BucketNotFoundError:
+        return await js.create_key_value(api.KeyValueConfig(bucket=name, history=1))
+
+
+class Lease:
+    """One pool's lease, as seen by one would-be holder."""
+
+    def __init__(
+        self, kv: KeyValue, pool: str, holder: str, ttl: float, clock: Callable[[], float] = time.time
+    ):
+        self.kv = kv
+        self.key = f"pool.{pool}"
+        self.holder = holder
+        self.ttl = ttl
+        self.clock = clock
+        self.held: Held | None = None
+
+    def _value(self, epoch: int) -> bytes:
+        return msgspec.json.encode(LeaseRecord(self.holder, epoch, self.clock() + self.ttl))
+
+    async def acquire(self) -> Held | None:
+        """Take the lease if nobody holds it (or its holder let it lapse); None if someone does."""
+        try:
+            entry = await self.kv.get(self.key)
+        except KeyNotFoundError:
+            entry = None
+        try:
+            if entry is None or entry.value is None:
+                revision = await self.kv.create(self.key, self._value(1))
+                self.held = Held(epoch=1, revision=revision, previous=None)
+                return self.held
+            record = msgspec.json.decode(entry.value, type=LeaseRecord)
+            if record.holder != self.holder and record.expires > self.clock():
+                return None
+            epoch = record.epoch + 1
+            revision = await self.kv.update(self.key, self._value(epoch), last=entry.revision)
+        except (KeyWrongLastSequenceError, msgspec.DecodeError):
+            return None  # another standby won the race, or the record is unreadable: try later
+        except Exception as exc:  # create() on an existing key reports it as an API error
+            if "wrong last sequence" in str(exc).lower() or "key exists" in str(exc).lower():
+                return None
+            raise
+        self.held = Held(epoch=epoch, revision=revision, previous=record.holder)
+        return self.held
+
+    async def renew(self) -> bool:
+        """Extend the lease; False means it was lost (someone else holds a newer epoch)."""
+        if self.held is None:
+            return False
+        try:
+            self.held.revision = await self.kv.update(
+                self.key, self._value(self.held.epoch), last=self.held.revision
+            )
+            return True
+        except KeyWrongLastSequenceError:
+            self.held = None
+            return False
+
+    async def release(self) -> None:
+        """Let the lease lapse now, so a standby need not wait for the ttl."""
+        if self.held is None:
+            return
+        expired = msgspec.json.encode(LeaseRecord(self.holder, self.held.epoch, 0.0))
+        with contextlib.suppress(KeyWrongLastSequenceError):
+            await self.kv.update(self.key, expired, last=self.held.revision)
+        self.held = None
