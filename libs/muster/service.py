@@ -35,6 +35,11 @@ class ServiceContext:
     def subjects(self):
         return self.endpoints.subjects
 
+    @property
+    def ready(self) -> asyncio.Event:
+        """What /readyz reports: set when the service's consumer reads the stream (or it serves)."""
+        return self.bus.consuming
+
 
 async def run_service(
     name: str, run: Run, endpoints: Endpoints, settings: Settings, stop: asyncio.Event

@@ -86,6 +86,7 @@ async def run(ctx: ServiceContext) -> None:
         ctx.settings.home.mkdir(parents=True, exist_ok=True)
         tmp = url_file.with_suffix(".tmp")
         tmp.write_text(json.dumps({"url": url}))
+        ctx.ready.set()
         tmp.replace(url_file)  # readers never see a half-written file
         log.info("dashboard at %s", url)
         stopped = asyncio.create_task(ctx.stop.wait())
