@@ -25,6 +25,7 @@ import msgspec
 from muster import events as ev
 from muster.scenario import model as m
 from muster.scenario.convert import allocator_config, scenario_events
+from services.allocator.config import AllocatorConfig
 from services.binder.sim import SimFleet
 
 # -- the result, in the shape spec/scenario-format.md prints -----------------
@@ -47,6 +48,8 @@ class Eviction(msgspec.Struct, frozen=True, kw_only=True):
     cycle: int
     action: str
     for_job: str | None = msgspec.field(default=None, name="for")
+    reason: str = ""
+    """Which rule allowed it, in words (an extension of the spec's shape)."""
 
 
 class QueueResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,12 +107,12 @@ class Simulation:
     """One simulation: the log and everyone reading it. ``run()`` drives it;
     afterwards ``log`` holds every event in order (a replayable history)."""
 
-    def __init__(self, scenario: m.Scenario) -> None:
+    def __init__(self, scenario: m.Scenario, config: AllocatorConfig | None = None) -> None:
         from services.allocator.engine import Allocator
 
         self.scenario = scenario
         self.log = EventLog()
-        self.allocator = Allocator(allocator_config(scenario))
+        self.allocator = Allocator(config or allocator_config(scenario))
         self.fleet = SimFleet()
         self.history = _JobHistory()
         self.evictions: list[Eviction] = []
@@ -157,7 +160,9 @@ class Simulation:
         for d in decisions:
             if isinstance(d, ev.EvictionRequested) and (d.job, d.action, d.for_job) not in seen:
                 seen.add((d.job, d.action, d.for_job))
-                self.evictions.append(Eviction(job=d.job, cycle=n, action=d.action, for_job=d.for_job))
+                self.evictions.append(
+                    Eviction(job=d.job, cycle=n, action=d.action, for_job=d.for_job, reason=d.reason)
+                )
 
     def waiting_for_time(self, clock: float) -> bool:
         return self.fleet.waiting_for_time() or bool(self.allocator.waiting_for_time(clock))

@@ -37,6 +37,21 @@ def subject_matches(pattern: str, subject: str) -> bool:
     return len(p) == len(s)
 
 
+async def _next_batch(psub, batch: int) -> list:
+    """Wait for one message, then take whatever else is ready, up to ``batch``.
+
+    A plain ``fetch(batch)`` on a quiet stream holds the first message until the
+    batch fills or the request expires: latency of its whole timeout per hop.
+    """
+    first = await psub.fetch(1, timeout=0.5)
+    if batch == 1:
+        return first
+    try:
+        return first + await psub.fetch(batch - 1, timeout=0.005)
+    except (TimeoutError, NatsTimeoutError):
+        return first
+
+
 class NatsBus:
     """Publishes envelopes with deterministic message ids and consumes them durably."""
 
@@ -156,7 +171,7 @@ class NatsBus:
         self.consuming.set()
         while not stop.is_set():
             try:
-                msgs = await psub.fetch(batch, timeout=0.5)
+                msgs = await _next_batch(psub, batch)
             except (TimeoutError, NatsTimeoutError):
                 continue
             except Exception:  # connection trouble: the client reconnects; try again shortly

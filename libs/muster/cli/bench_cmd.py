@@ -12,7 +12,6 @@ returns a list of result rows (dicts), so others can add ``e2e`` the same way.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -118,19 +117,61 @@ def _allocator_cmd(args: argparse.Namespace) -> int:
     return OK
 
 
-def _has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
+# ------------------------------------------------------------------ live path
+
+
+def _e2e_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """The live path at the spec's scale (quick: 1k nodes, 10k pods), and latency at 1,000 pods/s offered."""
+    from muster.bench.e2e import run_e2e
+
+    sizes = [(1000, 10_000)] if args.quick else [(1000, 10_000), (10_000, 100_000)]
+    rows = []
+    for nodes, pods in sizes:
+        progress(f"e2e {nodes} nodes, {pods} pods")
+        rows.append({"benchmark": "e2e", **run_e2e(nodes, pods)})
+    progress("e2e latency at 1,000 pods/s")
+    rows.append({"benchmark": "e2e", **run_e2e(1000, 2_000 if args.quick else 10_000, rate=1000.0)})
+    return rows
+
+
+def _e2e_cmd(args: argparse.Namespace) -> int:
+    from muster.bench.e2e import run_e2e
+
+    if args.nodes < 1 or args.pods < 1:
+        fail("--nodes and --pods: must be at least 1")
+    if args.rate is not None and args.rate <= 0:
+        fail("--rate: must be positive")
+    doc = run_e2e(args.nodes, args.pods, rate=args.rate)
+    if args.json:
+        print_json(doc)
+    else:
+        _print_rows("e2e", [doc])
+    return OK
+
+
+def _replay_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    from muster.bench import replay
+
+    progress("replay")
+    return [{"benchmark": "replay", **row} for row in replay.run(bool(args.quick))]
+
+
+def _failover_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    from muster.bench.e2e import run_failover
+
+    nodes, pods = (200, 2_000) if args.quick else (10_000, 100_000)
+    progress(f"failover at {nodes} nodes, {pods} pods")
+    return [{"benchmark": "failover", **run_failover(nodes, pods)}]
 
 
 # name -> runner for the whole suite; each returns rows of results
 RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[dict]]] = {
     "openb": _openb_suite,
+    "allocator": _allocator_suite,
+    "replay": _replay_suite,
+    "e2e": _e2e_suite,
+    "failover": _failover_suite,
 }
-if _has_module("muster.bench.allocator"):
-    RUNNERS["allocator"] = _allocator_suite
 
 
 # ------------------------------------------------------------------ suite
@@ -281,11 +322,21 @@ def register(sub: Any) -> None:
     )
     openb.set_defaults(run=_openb_cmd)
 
-    if "allocator" in RUNNERS:
-        alloc = benches.add_parser("allocator", help="allocator cycle speed")
-        alloc.add_argument("--json", action="store_true", help="print one JSON document")
-        alloc.add_argument("--quick", action="store_true", help="smoke run")
-        alloc.set_defaults(run=_allocator_cmd)
+    alloc = benches.add_parser("allocator", help="allocator cycle speed")
+    alloc.add_argument("--json", action="store_true", help="print one JSON document")
+    alloc.add_argument("--quick", action="store_true", help="smoke run")
+    alloc.set_defaults(run=_allocator_cmd)
+
+    e2e = benches.add_parser(
+        "e2e",
+        help="the whole live path: binds/s and submit-to-bound latency",
+        description="Real NATS and Postgres (embedded unless configured), every service, a simulated fleet.",
+    )
+    e2e.add_argument("--nodes", type=int, default=1000, help="simulated nodes (default 1000)")
+    e2e.add_argument("--pods", type=int, default=10_000, help="single-GPU pods to bind (default 10000)")
+    e2e.add_argument("--rate", type=float, default=None, help="offer pods at this many per second")
+    e2e.add_argument("--json", action="store_true", help="print one JSON document")
+    e2e.set_defaults(run=_e2e_cmd)
 
 
 def _suite_arguments(parser: argparse.ArgumentParser) -> None:

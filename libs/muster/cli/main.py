@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        return 0
 
 
 if __name__ == "__main__":

