@@ -104,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
         state = asyncio.run(_drive(system.endpoints, scenario, console, args.timeout))
         elapsed = time.time() - started
         dead = system.check()
-    render(state, console)
+    console.print(render(state))
     counts: dict[str, int] = {}
     for job in state["jobs"].values():
         counts[job["status"]] = counts.get(job["status"], 0) + 1
