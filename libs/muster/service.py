@@ -30,15 +30,13 @@ class ServiceContext:
     bus: NatsBus
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     metrics: Metrics | None = None
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    """What /readyz reports: run_service ties it to the consumer reading the stream;
+    a service that consumes nothing (the dashboard) sets it when it serves."""
 
     @property
     def subjects(self):
         return self.endpoints.subjects
-
-    @property
-    def ready(self) -> asyncio.Event:
-        """What /readyz reports: set when the service's consumer reads the stream (or it serves)."""
-        return self.bus.consuming
 
 
 async def run_service(

@@ -80,9 +80,10 @@ def test_an_evicted_process_gets_sigterm_and_is_gone_before_the_pod_starts_again
     (first,) = wait_for(lambda: starts(out, job), what="the pod started")
     bound = wait_for(lambda: of_type(system, ev.PodBound, job), what="PodBound")[0]
 
-    # What the allocator's reclaim or preempt publishes for a victim.
+    # What the allocator's reclaim or preempt publishes for a victim, under the leader's epoch.
+    epoch = max(e.epoch for _, e in events(system) if isinstance(e, ev.LeaderElected))
     publish(system, system.endpoints.subjects.decisions("default"),
-            [ev.EvictionRequested(job=job, pod=0, node="node-a", action="reclaim", reason="test")])  # fmt: skip
+            [ev.EvictionRequested(job=job, pod=0, node="node-a", action="reclaim", reason="test", epoch=epoch)])  # fmt: skip
 
     wait_for(lambda: of_type(system, ev.PodEvicted, job), what="PodEvicted")
     assert any(
