@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install run up test bench lint schemas clean
+.PHONY: install run up test bench lint schemas clean chaos
 
 install: $(VENV)/.installed
 
@@ -29,6 +29,9 @@ bench: install
 lint: install
 	$(VENV)/bin/ruff check libs services tests
 	$(VENV)/bin/ruff format --check libs services tests
+
+chaos: install
+	$(PY) -m muster.chaos.run --jobs 5000
 
 schemas: install
 	$(PY) -m muster.schemas schemas

@@ -23,6 +23,7 @@ from muster.events import (
     CycleCompleted,
     Event,
     EvictionRequested,
+    LeaderElected,
     decode_event,
 )
 from muster.fencing import EpochFence
@@ -113,6 +114,10 @@ def recorded_cycles(log: list[LoggedMessage], subjects: Subjects) -> dict[str, l
             match event:
                 case AllocatorConfigured(config=config):
                     configs[pool] = msgspec.convert(config, AllocatorConfig)
+                case LeaderElected():
+                    # A leader that died mid-cycle left decisions without their CycleCompleted:
+                    # they belong to no recorded cycle (and are fenced off anyway).
+                    pending.pop(pool, None)
                 case BindRequested() | EvictionRequested():
                     pending.setdefault(pool, []).append(event)
                 case CycleCompleted():

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 import nats
@@ -17,6 +18,7 @@ from opentelemetry.context import Context
 from muster import telemetry
 from muster.bus.base import Delivery, Handler
 from muster.events import DeadLettered, Event, decode_envelope, encode_envelope
+from muster.runtime.security import NatsCredentials, nats_credentials
 from muster.subjects import Subjects
 
 log = logging.getLogger(__name__)
@@ -24,6 +26,16 @@ log = logging.getLogger(__name__)
 MSG_ID = "Nats-Msg-Id"
 # The NATS server that multi-subject consumer filters arrived in.
 _MULTI_FILTER_VERSION = (2, 10)
+
+
+class NatsLoginRefused(ConnectionError):
+    """The server refused our credentials (or their absence): retrying would not help."""
+
+
+def _without_login(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host))
 
 
 def subject_matches(pattern: str, subject: str) -> bool:
@@ -65,14 +77,51 @@ class NatsBus:
         self.metrics = None
 
     @classmethod
-    async def connect(cls, url: str, subjects: Subjects, *, service: str = "muster") -> NatsBus:
-        nc = await nats.connect(
-            url,
-            name=service,
-            max_reconnect_attempts=-1,
-            reconnect_time_wait=0.5,
-            connect_timeout=5,
+    async def connect(
+        cls,
+        url: str,
+        subjects: Subjects,
+        *,
+        service: str = "muster",
+        credentials: NatsCredentials | None = None,
+    ) -> NatsBus:
+        """Connect and make sure the stream exists.
+
+        Without ``credentials``, the login comes from the environment or the
+        home's client file (``muster.runtime.security.nats_credentials``).
+        """
+        if credentials is None:
+            credentials = nats_credentials(url, service=service)
+        refused = asyncio.Event()
+
+        async def on_error(exc: Exception) -> None:
+            # Server errors name subjects and users, never passwords.
+            if "authorization violation" in str(exc).lower():
+                refused.set()
+            log.warning("%s: NATS: %s", service, exc)
+
+        # Retrying forever suits a server that is not up yet, not one that refuses our login.
+        connecting = asyncio.ensure_future(
+            nats.connect(
+                url,
+                name=service,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.5,
+                connect_timeout=5,
+                error_cb=on_error,
+                **(credentials.connect_options() if credentials else {}),
+            )
         )
+        refusal = asyncio.ensure_future(refused.wait())
+        await asyncio.wait({connecting, refusal}, return_when=asyncio.FIRST_COMPLETED)
+        refusal.cancel()
+        if not connecting.done():
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await connecting
+            who = f"user {credentials.user!r}" if credentials and credentials.user else "an anonymous client"
+            raise NatsLoginRefused(f"the NATS server at {_without_login(url)} refused {who}")
+        nc = connecting.result()
         bus = cls(nc, subjects, service=service)
         await bus.ensure_stream()
         return bus
@@ -127,14 +176,18 @@ class NatsBus:
         return info.state.last_seq
 
     async def _bind(
-        self, name: str, subjects: Sequence[str], inactive_threshold: float | None = None
+        self, name: str, subjects: Sequence[str], inactive_threshold: float | None = None, start_seq: int = 0
     ) -> tuple[object, tuple[str, ...]]:
-        """Create (or reuse) the durable consumer; returns it and the filter left to the client."""
+        """Create (or reuse) the durable consumer; returns it and the filter left to the client.
+
+        ``start_seq``: where a consumer created now starts (after one was lost), 0 for the beginning.
+        """
         client_filter: tuple[str, ...] = ()
         config = api.ConsumerConfig(
             durable_name=name,
             ack_policy=api.AckPolicy.EXPLICIT,
-            deliver_policy=api.DeliverPolicy.ALL,
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE if start_seq else api.DeliverPolicy.ALL,
+            opt_start_seq=start_seq or None,
             # A killed consumer's unacknowledged messages come back after this long.
             ack_wait=10,
             max_ack_pending=20_000,
@@ -169,15 +222,24 @@ class NatsBus:
     ) -> None:
         psub, client_filter = await self._bind(name, subjects, inactive_threshold)
         self.consuming.set()
+        failures, last_seen = 0, 0
         while not stop.is_set():
             try:
                 msgs = await _next_batch(psub, batch)
+                failures = 0
             except (TimeoutError, NatsTimeoutError):
                 continue
             except Exception:  # connection trouble: the client reconnects; try again shortly
-                log.warning("%s: fetch failed, retrying", name, exc_info=True)
+                failures += 1
+                log.warning(
+                    "%s: fetch failed (%d in a row), retrying", name, failures, exc_info=failures == 1
+                )
                 await asyncio.sleep(0.5)
+                if failures % 6 == 0:
+                    psub = await self._rebind_if_lost(psub, name, subjects, inactive_threshold, last_seen + 1)
                 continue
+            if msgs:
+                last_seen = max(last_seen, msgs[-1].metadata.sequence.stream)
             if self.metrics is not None and msgs:
                 self.metrics.lag.labels(self.service).set(msgs[-1].metadata.num_pending)
             deliveries: list[tuple[Delivery, object]] = []
@@ -190,6 +252,20 @@ class NatsBus:
                     deliveries.append((delivery, msg))
             if deliveries:
                 await self._handle(name, deliveries, handler, max_attempts)
+
+    async def _rebind_if_lost(self, psub, name, subjects, inactive_threshold, start_seq: int):
+        """A consumer the server no longer has (lost in a restart, or expired) is made again where we were."""
+        try:
+            await self.js.consumer_info(self.subjects.stream, name)
+            return psub
+        except NotFoundError:
+            log.warning("%s: consumer lost; recreating it from stream sequence %d", name, start_seq)
+            with contextlib.suppress(Exception):
+                await psub.unsubscribe()
+            rebound, _ = await self._bind(name, subjects, inactive_threshold, start_seq)
+            return rebound
+        except Exception:  # JetStream itself is not back yet
+            return psub
 
     async def _decode(self, name: str, msg) -> Delivery | None:
         seq = msg.metadata.sequence.stream

@@ -132,14 +132,18 @@ def over_capacity(log: Iterable[LoggedMessage]) -> list[Violation]:
                 release(key)  # a double bind is its own check; count the pod once here
                 node = nodes.get(name)
                 if node is None:
-                    out.append(Violation("over_capacity", seq, f"pod {job}[{pod}] bound to unknown node {name}"))
+                    out.append(
+                        Violation("over_capacity", seq, f"pod {job}[{pod}] bound to unknown node {name}")
+                    )
                     continue
                 reqs = requests.get(job, [])
                 request = reqs[pod] if 0 <= pod < len(reqs) else ev.Resources()
                 out.extend(_bind(seq, node, key, tuple(gpus), share, request))
                 held[key] = _Held(name, tuple(gpus), share, request.cpu, request.memory)
-            case ev.PodEvicted(job=job, pod=pod) | ev.PodCompleted(job=job, pod=pod) | ev.PodFailed(
-                job=job, pod=pod
+            case (
+                ev.PodEvicted(job=job, pod=pod)
+                | ev.PodCompleted(job=job, pod=pod)
+                | ev.PodFailed(job=job, pod=pod)
             ):
                 release((job, pod))
             case _:
@@ -156,29 +160,41 @@ def _bind(
     devices = int(cap.gpu)
     for g in gpus:
         if not 0 <= g < devices:
-            out.append(Violation("over_capacity", seq, f"{who} holds device {g} of {name}, which has {devices}"))
+            out.append(
+                Violation("over_capacity", seq, f"{who} holds device {g} of {name}, which has {devices}")
+            )
             continue
         if g in node.whole:
             other = node.whole[g]
             out.append(
-                Violation("over_capacity", seq, f"{who} on device {g} of {name}, held whole by {other[0]}[{other[1]}]")
+                Violation(
+                    "over_capacity",
+                    seq,
+                    f"{who} on device {g} of {name}, held whole by {other[0]}[{other[1]}]",
+                )
             )
         shares = node.shares.setdefault(g, {})
         if share > 0:
             used = sum(shares.values()) + share
             if used > 1 + _EPS:
-                out.append(Violation("over_capacity", seq, f"{who}: device {g} of {name} shared to {used:g} > 1"))
+                out.append(
+                    Violation("over_capacity", seq, f"{who}: device {g} of {name} shared to {used:g} > 1")
+                )
             shares[key] = share
         else:
             if shares:
-                out.append(Violation("over_capacity", seq, f"{who} takes device {g} of {name} whole while shared"))
+                out.append(
+                    Violation("over_capacity", seq, f"{who} takes device {g} of {name} whole while shared")
+                )
             node.whole[g] = key
     node.cpu += request.cpu
     node.memory += request.memory
     if node.cpu > cap.cpu:
         out.append(Violation("over_capacity", seq, f"{who}: cpu of {name} at {node.cpu}m > {cap.cpu}m"))
     if node.memory > cap.memory:
-        out.append(Violation("over_capacity", seq, f"{who}: memory of {name} at {node.memory} > {cap.memory}"))
+        out.append(
+            Violation("over_capacity", seq, f"{who}: memory of {name} at {node.memory} > {cap.memory}")
+        )
     return out
 
 
@@ -198,9 +214,12 @@ def job_outcomes(log: Iterable[LoggedMessage]) -> dict[str, tuple[str, str]]:
                 deleted.add(name)
             case ev.CycleCompleted(pending=pending):
                 reasons.update(pending)
-            case ev.PodBound(job=job, pod=pod) | ev.PodEvicted(job=job, pod=pod) | ev.PodCompleted(
-                job=job, pod=pod
-            ) | ev.PodFailed(job=job, pod=pod):
+            case (
+                ev.PodBound(job=job, pod=pod)
+                | ev.PodEvicted(job=job, pod=pod)
+                | ev.PodCompleted(job=job, pod=pod)
+                | ev.PodFailed(job=job, pod=pod)
+            ):
                 states = pods.get(job)
                 if states is not None and 0 <= pod < len(states):
                     states[pod] = _POD_STATE[type(event)]
@@ -225,7 +244,12 @@ def job_outcomes(log: Iterable[LoggedMessage]) -> dict[str, tuple[str, str]]:
     return out
 
 
-_POD_STATE = {ev.PodBound: "bound", ev.PodEvicted: "pending", ev.PodCompleted: "completed", ev.PodFailed: "failed"}
+_POD_STATE = {
+    ev.PodBound: "bound",
+    ev.PodEvicted: "pending",
+    ev.PodCompleted: "completed",
+    ev.PodFailed: "failed",
+}
 
 
 def unsettled_jobs(log: Iterable[LoggedMessage]) -> list[Violation]:

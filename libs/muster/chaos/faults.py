@@ -15,6 +15,7 @@ from dataclasses import dataclass
 KILL = "kill"
 NATS_RESTART = "nats"
 PG_OUTAGE = "postgres"
+KINDS = (KILL, NATS_RESTART, PG_OUTAGE)
 
 
 @dataclass(frozen=True)
@@ -40,13 +41,19 @@ def plan_faults(
     window: float,
     pg_outage: float,
     kills_per_service: int = 1,
+    kinds: tuple[str, ...] = KINDS,
 ) -> list[Fault]:
-    """Every fault of one run, in time order, spread over ``window`` seconds."""
+    """Every fault of one run, in time order, spread over ``window`` seconds; only ``kinds`` of faults."""
     if window <= 0:
         raise ValueError(f"window: must be positive, got {window}")
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise ValueError(f"kinds: unknown fault kinds {unknown}; known: {list(KINDS)}")
     rng = random.Random(seed)
-    faults = [(KILL, name) for name in services for _ in range(kills_per_service)]
-    faults += [(NATS_RESTART, ""), (PG_OUTAGE, "")]
+    faults = [(KILL, name) for name in services for _ in range(kills_per_service)] if KILL in kinds else []
+    faults += [(kind, "") for kind in (NATS_RESTART, PG_OUTAGE) if kind in kinds]
+    if not faults:
+        return []
     rng.shuffle(faults)
     slot = window / len(faults)
     out = []

@@ -33,7 +33,7 @@ import asyncpg
 
 from muster.bus import Delivery, NatsBus
 from muster.chaos.checks import check_log
-from muster.chaos.faults import KILL, NATS_RESTART, PG_OUTAGE, Fault, plan_faults
+from muster.chaos.faults import KILL, KINDS, NATS_RESTART, PG_OUTAGE, Fault, plan_faults
 from muster.chaos.workload import fleet, jobs, queues
 from muster.replay import LoggedMessage, log_from_nats, replay
 from muster.runtime.embedded import EmbeddedNats, EmbeddedPostgres
@@ -61,6 +61,7 @@ class ChaosOptions:
     min_duration: float = 1.0
     max_duration: float = 4.0
     settle_timeout: float = 600.0
+    faults: tuple[str, ...] = KINDS
     home: Path | None = None
 
 
@@ -139,7 +140,9 @@ async def _watch(system: System, tally: _Tally, stop: asyncio.Event, say) -> Non
     while not stop.is_set():
         for name in system.check():
             tally.exits.append(name)
-            say(f"service {name} exited by itself (code {system.processes[name].proc.returncode}); restarting")
+            say(
+                f"service {name} exited by itself (code {system.processes[name].proc.returncode}); restarting"
+            )
             system.processes.pop(name)
             system.start_service(name)
         await asyncio.sleep(0.5)
@@ -161,7 +164,7 @@ async def _projection_state(endpoints: Endpoints) -> dict | None:
         conn = await asyncpg.connect(
             endpoints.pg_dsn, server_settings={"search_path": schema_for(endpoints.prefix)}, timeout=5
         )
-    except (OSError, asyncpg.PostgresError, asyncio.TimeoutError):
+    except (TimeoutError, OSError, asyncpg.PostgresError):
         return None
     try:
         row = await conn.fetchrow(
@@ -241,9 +244,10 @@ async def _fresh_projection_differences(endpoints: Endpoints, log: list[LoggedMe
             order = ", ".join(str(i + 1) for i in range(len(columns)))
             a = await conn.fetch(f'SELECT {select} FROM "{live}"."{table}" ORDER BY {order}')
             b = await conn.fetch(f'SELECT {select} FROM "{fresh}"."{table}" ORDER BY {order}')
-            if [tuple(r) for r in a] != [tuple(r) for r in b]:
-                only_live = sorted(set(map(tuple, a)) - set(map(tuple, b)), key=repr)[:1]
-                only_fresh = sorted(set(map(tuple, b)) - set(map(tuple, a)), key=repr)[:1]
+            rows_a, rows_b = [repr(tuple(r)) for r in a], [repr(tuple(r)) for r in b]
+            if rows_a != rows_b:
+                only_live = sorted(set(rows_a) - set(rows_b))[:1]
+                only_fresh = sorted(set(rows_b) - set(rows_a))[:1]
                 out.append(
                     f"table {table}: {len(a)} rows live, {len(b)} fresh;"
                     f" live only e.g. {only_live}, fresh only e.g. {only_fresh}"
@@ -260,8 +264,12 @@ async def _drive(
     endpoints = system.endpoints
     tally = _Tally()
     result = ChaosResult()
-    manifests = jobs(options.jobs, options.seed, min_duration=options.min_duration, max_duration=options.max_duration)
-    plan = plan_faults(options.seed, SERVICES, window=options.window, pg_outage=options.pg_outage)
+    manifests = jobs(
+        options.jobs, options.seed, min_duration=options.min_duration, max_duration=options.max_duration
+    )
+    plan = plan_faults(
+        options.seed, SERVICES, window=options.window, pg_outage=options.pg_outage, kinds=options.faults
+    )
     result.faults = [f.describe() for f in plan]
     client = await Client.connect(endpoints)
     stop_watch = asyncio.Event()
@@ -361,6 +369,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=float, default=d.window, help="seconds of submission and faults")
     p.add_argument("--pg-outage", type=float, default=d.pg_outage, help="seconds Postgres is down")
     p.add_argument("--settle-timeout", type=float, default=d.settle_timeout)
+    p.add_argument(
+        "--faults",
+        default=",".join(KINDS),
+        help="which kinds of fault to inject, comma-separated (default %(default)s)",
+    )
     p.add_argument("--home", type=Path, default=None, help="keep logs and data here (default: a temp folder)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
@@ -373,6 +386,10 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 1:
             print(f"--{name}: must be at least 1", file=sys.stderr)
             return 2
+    unknown = sorted(set(args.faults.split(",")) - set(KINDS) - {""})
+    if unknown:
+        print(f"--faults: unknown kinds {unknown}; known: {', '.join(KINDS)}", file=sys.stderr)
+        return 2
     options = ChaosOptions(
         jobs=args.jobs,
         seed=args.seed,
@@ -380,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         window=args.window,
         pg_outage=args.pg_outage,
         settle_timeout=args.settle_timeout,
+        faults=tuple(k for k in args.faults.split(",") if k),
         home=args.home,
     )
     result = run_chaos(options, verbose=not args.quiet)

@@ -42,7 +42,9 @@ def queues(nodes: int) -> list[QueueSpec]:
     ]
 
 
-def jobs(count: int, seed: int, *, min_duration: float = 1.0, max_duration: float = 4.0) -> list[dict[str, Any]]:
+def jobs(
+    count: int, seed: int, *, min_duration: float = 1.0, max_duration: float = 4.0
+) -> list[dict[str, Any]]:
     """``count`` job manifests of the muster job kind, the same for the same seed."""
     rng = random.Random(seed)
     out = []

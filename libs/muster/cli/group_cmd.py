@@ -106,6 +106,9 @@ def _run(args: argparse.Namespace) -> int:
     except yaml.YAMLError as exc:
         print(f"{args.file}: not valid YAML: {exc}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as exc:
+        print(f"{args.file}: not UTF-8 text: {exc.reason} at byte {exc.start}", file=sys.stderr)
+        return 2
     try:
         events = group_manifests(docs)
     except ManifestError as exc:

@@ -13,9 +13,11 @@ from muster.cli.common import fail
 def read_documents(path: str) -> list[Any]:
     """Every document of a YAML (``---``-separated) or JSON file; exits 2 naming the file on bad input."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         fail(f"{path}: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        fail(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}")
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:

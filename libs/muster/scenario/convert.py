@@ -55,9 +55,17 @@ def pod_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Res
     return res
 
 
+# Far beyond any real node (8-16 devices; a 72-GPU rack as one node): a bigger count is a typo,
+# and every consumer keeps one entry per device, so 1e12 would exhaust memory instead of failing.
+MAX_NODE_GPUS = 4096
+
+
 def node_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
     """A node's capacity: whole GPU devices, ``gpu_memory`` per device."""
-    return _resources(raw, path, lambda value: float(whole_count(value)))
+    res = _resources(raw, path, lambda value: float(whole_count(value)))
+    if res.gpu > MAX_NODE_GPUS:
+        raise ScenarioError(join(path, "gpu"), f"at most {MAX_NODE_GPUS} devices per node, got {res.gpu:g}")
+    return res
 
 
 def _queue_amount(resource: str, value: m.Quantity, path: str) -> float:

@@ -28,6 +28,8 @@ def read_document(path: str | Path) -> Any:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError("", f"cannot read file: {exc.strerror or exc}", str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError("", f"not UTF-8 text: {exc.reason} at byte {exc.start}", str(path)) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
