@@ -182,11 +182,15 @@ async def _projection_state(endpoints: Endpoints) -> dict | None:
             await conn.close()
 
 
+CALM_SECONDS = 10  # > MUSTER_LEASE_TTL (5 s) + a standby's start-up
+
+
 async def _settle(endpoints: Endpoints, bus: NatsBus, expected: int, timeout: float, say) -> bool:
     """Wait until every job is projected, none runs, each pending one has a reason, and the projector is caught up."""
     deadline = time.monotonic() + timeout
     calm = 0
     last_report = 0.0
+    previous = -1
     while time.monotonic() < deadline:
         state = await _projection_state(endpoints)
         last = await _retry(bus.last_seq, say)
@@ -196,13 +200,16 @@ async def _settle(endpoints: Endpoints, bus: NatsBus, expected: int, timeout: fl
                 and state["running"] == 0
                 and state["unreasoned"] == 0
                 and (state["checkpoint"] or 0) >= last
+                and last == previous
             )
             calm = calm + 1 if settled else 0
-            if calm >= 3:
+            # Quiet for longer than a lease takes to lapse: a restarted allocator has had its chance.
+            if calm >= CALM_SECONDS:
                 return True
             if time.monotonic() - last_report > 5:
                 last_report = time.monotonic()
                 say(f"settling: {state} stream at {last}")
+        previous = last
         await asyncio.sleep(1.0)
     return False
 
