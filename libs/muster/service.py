@@ -59,7 +59,13 @@ async def run_service(
     try:
         await run(
             ServiceContext(
-                name=name, settings=settings, endpoints=endpoints, bus=bus, stop=stop, metrics=metrics
+                name=name,
+                settings=settings,
+                endpoints=endpoints,
+                bus=bus,
+                stop=stop,
+                metrics=metrics,
+                ready=bus.consuming,
             )
         )
     finally:

@@ -163,6 +163,11 @@ class Session:
         self.in_scope = state.served_node_mask()
         self.slot_names = state.slot_names
         self._gpu_index: pl.GpuIndex | None = None
+        self.nodes_version = 0
+        """Bumped by every change to ``nodes`` (placements, their undoing, evictions)."""
+        self.alloc_version = 0
+        """Bumped by every change to ``alloc`` and ``alloc_np``."""
+        self._free_gpus = (-1, 0.0)
         self._eligible: dict[tuple, np.ndarray] = {}
         self._pod_arrays: dict[tuple, pl.PodArrays] = {}
         self.decisions: list[ev.BindRequested | ev.EvictionRequested] = []
@@ -245,6 +250,7 @@ class Session:
             if self._gpu_index is not None:
                 gi = self._gpu_index
                 pl.rebucket(self.nodes, gi, slot)
+        self.nodes_version += 1
         self.charge(job, job.acct[i], -sign)
         if sign > 0:
             self.evicted.setdefault(job.name, set()).add(i)
@@ -309,6 +315,17 @@ class Session:
             self._eligible[key] = mask
         return mask
 
+    def free_gpus(self) -> float:
+        """GPU devices not held by running pods on served nodes (idle, releasing, free parts of shared
+        devices); remembered until the working arrays change."""
+        version, value = self._free_gpus
+        if version != self.nodes_version:
+            ints, dev = self.nodes.ints, self.nodes.dev
+            free = ints[:, pl.N_GPUS] - dev[pl.D_USED].sum(axis=1)
+            value = float(np.sum(free[self.in_scope]))
+            self._free_gpus = (self.nodes_version, value)
+        return value
+
     def gpu_index(self) -> pl.GpuIndex:
         if self._gpu_index is None:
             self._gpu_index = pl.build_gpu_index(self.nodes, self.in_scope, self.config.placement_gpu)
@@ -360,6 +377,7 @@ class Session:
         i = self.table.index.get(job.queue)
         if i is None:
             return
+        self.alloc_version += 1
         for q in self.table.ancestors[i]:
             row = self.alloc[q]
             for r in range(3):

@@ -128,6 +128,9 @@ class Job:
     n_active: int = 0
     n_running: int = 0
     n_completed: int = 0
+    shape: int = -1
+    """For a job placed whole in one attempt (no sub-groups or topology, min_available covering every pod,
+    no gpu-memory pod): an id shared by every job of the same pool and pod requests; else -1."""
 
     @property
     def status(self) -> str:
@@ -197,6 +200,9 @@ class ClusterState:
         self.queues: dict[str, ev.QueueSpec] = {}
         self.queue_sums: dict[str, list[float]] = {}
         self.pending_jobs: set[str] = set()
+        self._pending_sorted: list[str] = []
+        self._pending_added: list[str] = []
+        self._pending_removed = False
         self.prev_reasons: dict[str, str] = {}
         self.node_version = 0
         self.ranks_dirty = False
@@ -210,6 +216,8 @@ class ClusterState:
         """queue -> closed (start, end, gpu, cpu, memory) intervals of bound pods, when usage_window is set."""
         self.min_runtime_used = False
         """Whether any job or queue sets a min_runtime (else protection never applies)."""
+        self.shapes: dict[tuple[str, tuple[PodReq, ...]], int] = {}
+        """(pool, pod requests) -> id, numbered in order of first appearance in the log (see ``Job.shape``)."""
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -370,9 +378,12 @@ class ClusterState:
         job.state[i] = new
         self._count(job, i, new, +1)
         if job.n_pending > 0:
-            self.pending_jobs.add(job.name)
-        else:
+            if job.name not in self.pending_jobs:
+                self.pending_jobs.add(job.name)
+                self._pending_added.append(job.name)
+        elif job.name in self.pending_jobs:
             self.pending_jobs.discard(job.name)
+            self._pending_removed = True
         if job.n_active > 0 and (job.n_active < job.min_available or job.subgroups):
             self.stale_candidates.add(job.name)
         else:
@@ -519,6 +530,14 @@ class ClusterState:
             bound_at=[0.0] * n,
         )
         job.n_completed = n
+        if (
+            n
+            and not job.subgroups
+            and job.topology is None
+            and max(job.min_available, 1) >= n
+            and all(p.kind != pl.MEMORY and p.invalid is None for p in pods)
+        ):
+            job.shape = self.shapes.setdefault((job.pool, tuple(pods)), len(self.shapes))
         if e.min_runtime:
             self.min_runtime_used = True
         self.jobs[e.name] = job
@@ -544,7 +563,9 @@ class ClusterState:
                 self._frac_mark(job, i, -1)
             self._count(job, i, st, -1)
         del self.jobs[name]
-        self.pending_jobs.discard(name)
+        if name in self.pending_jobs:
+            self.pending_jobs.discard(name)
+            self._pending_removed = True
         self.stale_candidates.discard(name)
         self.stale_since.pop(name, None)
         self.version += 1
@@ -662,6 +683,22 @@ class ClusterState:
         job.share[i] = 0.0
 
     # -- views used by cycles -------------------------------------------------------------------
+
+    def sorted_pending(self) -> list[str]:
+        """Names of the jobs with pending pods, sorted; do not modify. Kept between calls and merged with
+        what changed since, as sorting 100k names from a set costs more than the merge."""
+        if self._pending_added or self._pending_removed:
+            pending = self.pending_jobs
+            added = {n for n in self._pending_added if n in pending}
+            keep = self._pending_sorted
+            if self._pending_removed or added:
+                keep = [n for n in keep if n in pending and n not in added]
+            keep.extend(sorted(added))
+            keep.sort()  # two sorted runs: a linear merge
+            self._pending_sorted = keep
+            self._pending_added = []
+            self._pending_removed = False
+        return self._pending_sorted
 
     def served_node_mask(self) -> np.ndarray:
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)

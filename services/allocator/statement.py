@@ -36,6 +36,7 @@ class Statement:
         result = pl.place(
             s.nodes, arrays, s.config.placement_gpu, s.config.placement_cpu, index=s.gpu_index()
         )
+        s.nodes_version += 1
         self.ops.append(("place", job, pods, arrays, result))
         return result
 
@@ -55,6 +56,7 @@ class Statement:
             if op[0] == "place":
                 _, _, _, arrays, result = op
                 pl.unplace(s.nodes, arrays, result, index=s.gpu_index())
+                s.nodes_version += 1
             else:
                 s.shift(op[1], op[2], -1)
 

@@ -116,7 +116,7 @@ def nats_conf(objects: list[dict]) -> str:
 
 def nats_users(conf: str) -> dict[str, str]:
     """User name to the variable holding its password, for every user in nats.conf."""
-    return dict(re.findall(r"\{\s*user:\s*([\w-]+)\s*,\s*password:\s*\$(\w+)\s*\}", conf))
+    return dict(re.findall(r"\{\s*user:\s*([\w-]+)\s*,\s*password:\s*\$(\w+)\b", conf))
 
 
 # --- rendering and schemas -------------------------------------------------

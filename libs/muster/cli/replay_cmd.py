@@ -96,7 +96,7 @@ async def _read_log(endpoints: Endpoints, source: str) -> tuple[list[LoggedMessa
     if source == "postgres":
         from muster.store import connect
 
-        conn = await connect(endpoints.pg_dsn, endpoints.prefix)
+        conn = await connect(endpoints.reader_dsn, endpoints.prefix)
         try:
             return await log_from_postgres(conn), endpoints.subjects
         finally:

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def fetch_status() -> dict:
     ep = running_endpoints()
-    conn = await connect(ep.pg_dsn, ep.prefix)
+    conn = await connect(ep.reader_dsn, ep.prefix)
     try:
         return await status(conn)
     finally:

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def story(job: str) -> tuple[dict | None, list[Entry]]:
     endpoints = running_endpoints()
-    conn = await connect(endpoints.pg_dsn, endpoints.prefix)
+    conn = await connect(endpoints.reader_dsn, endpoints.prefix)
     try:
         row = await conn.fetchrow(
             "SELECT name, queue, status, reason, submitted_at FROM jobs WHERE name = $1", job

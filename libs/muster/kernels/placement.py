@@ -26,6 +26,8 @@ being evicted: idle = capacity - used - releasing, free = capacity - used.
 Whole-GPU pods go through a bucketed index (``GpuIndex``): nodes bucketed by
 free GPUs, each bucket a bitset in rank order, so the best node is the first
 feasible set bit of the best bucket; the result is identical to the scan.
+Fractions and gpu-memory pods use it too, after the nodes with shared
+devices; cpu-only pods are still scanned.
 """
 
 from __future__ import annotations
@@ -469,15 +471,27 @@ def _unplace_all(
 
 # -- the bucketed index for whole-GPU pods ------------------------------------------------------
 
+# After the buckets, GpuIndex.bits has SHARED_ROWS rows: row k holds the nodes with a shared device
+# that has k / SHARED_ROWS of its share or more unused (row 0: any shared device). A pod needing
+# more than that by MARGIN can only fit on a shared device of that row's nodes, whatever the rounding.
+SHARED_ROWS = 64
+MARGIN = 1e-6
+ALL, ONLY, EXCEPT = range(3)
+
 
 class GpuIndex(NamedTuple):
     """Nodes bucketed by (free whole GPUs, GPU count), each bucket a bitset over ranks.
 
     Classes group buckets whose placement key is equal (binpack: same free
     count; spread: same free fraction) and are listed best first.
+
+    More bitsets, the last rows of ``bits``, hold the nodes with a device
+    that fractional pods share and some room left on it (see
+    ``SHARED_ROWS``): the only nodes where a fraction can go other than on
+    a device nothing holds (see ``_best_fraction_indexed``).
     """
 
-    bits: np.ndarray  # uint64[B, W]: bit r set = the node of rank r is in the bucket
+    bits: np.ndarray  # uint64[B + SHARED_ROWS, W]: bit r set = node of rank r in the bucket (or row)
     counts: np.ndarray  # int64[B]: nodes per bucket
     bucket_of: np.ndarray  # int64[N]: current bucket of each node slot, -1 = not indexed
     node_of_rank: np.ndarray  # int64[64 W]: node slot of each rank, -1 = none
@@ -495,7 +509,7 @@ def build_gpu_index(nodes: NodeArrays, in_scope: np.ndarray, strategy_gpu: str =
     n_ranks = int(ints[slots, N_RANK].max()) + 1 if slots.size else 1
     words = (n_ranks + 63) // 64
     n_buckets = (g + 1) * (g + 1)
-    bits = np.zeros((n_buckets, words), dtype=np.uint64)
+    bits = np.zeros((n_buckets + SHARED_ROWS, words), dtype=np.uint64)
     counts = np.zeros(n_buckets, dtype=np.int64)
     bucket_of = np.full(ints.shape[0], -1, dtype=np.int64)
     node_of_rank = np.full(words * 64, -1, dtype=np.int64)
@@ -561,6 +575,18 @@ def _rebucket(ints, dev, n, bits, counts, bucket_of, sg):
     counts[old] -= 1
     counts[new] += 1
     bucket_of[n] = new
+    holds = False
+    least = 2.0  # use of the least used shared device
+    for d in range(gpus):
+        if dev[D_FRAC, n, d] > 0:
+            holds = True
+            least = min(least, dev[D_USED, n, d])
+    first = bits.shape[0] - SHARED_ROWS
+    for k in range(SHARED_ROWS):
+        if holds and least <= 1.0 + EPS - k / SHARED_ROWS:
+            bits[first + k, w] |= bit
+        else:
+            bits[first + k, w] &= ~bit
 
 
 @njit(cache=True)
@@ -622,6 +648,162 @@ def _best_whole_indexed(
 
 
 @njit(cache=True)
+def _better(tier, key, rank, best, best_tier, best_key, best_rank):
+    return (
+        best < 0
+        or tier > best_tier
+        or (tier == best_tier and key > best_key)
+        or (tier == best_tier and key == best_key and rank < best_rank)
+    )
+
+
+@njit(cache=True)
+def _first_fraction_fit_in_bucket(
+    bits,
+    b,
+    shared,
+    among,
+    node_of,
+    ints,
+    dev,
+    ext,
+    elig,
+    kind,
+    share,
+    gpu_mem,
+    cpu,
+    mem,
+    pext,
+    sg,
+    sc,
+    idle,
+    below,
+):
+    """Lowest-rank node of bucket b, rank < below, where the pod fits (idle: with the idle tier), among
+    (ALL) its nodes, (ONLY) those of row ``shared`` or (EXCEPT) the others."""
+    for w in range(bits.shape[1]):
+        word = bits[b, w]
+        if among == ONLY:
+            word &= bits[shared, w]
+        elif among == EXCEPT:
+            word &= ~bits[shared, w]
+        while word != 0:
+            low = word & (~word + np.uint64(1))
+            r = w * 64 + _bit_index(low)
+            if r >= below:
+                return -1
+            word ^= low
+            n = node_of[r]
+            if not elig[n]:
+                continue
+            ok, tier, _ = _evaluate(ints, dev, ext, n, kind, 0, share, gpu_mem, cpu, mem, pext, sg, sc)
+            if ok and (tier >= 100 or not idle):
+                return n
+    return -1
+
+
+@njit(cache=True)
+def _best_fraction_indexed(
+    ints,
+    dev,
+    ext,
+    elig,
+    kind,
+    share,
+    gpu_mem,
+    cpu,
+    mem,
+    pext,
+    sg,
+    sc,
+    bits,
+    counts,
+    node_of,
+    class_start,
+    class_buckets,
+):
+    """``_best_node`` for a fraction or gpu-memory pod, from the index. A node without a shared device the
+    pod might fit on can only take it on a device nothing holds (so it needs a free one); its tier is 0 or
+    100 and its key that of its bucket, so the best of those is the lowest rank of the best class. Under
+    binpack a node with such a shared device may score +1000 and is evaluated one by one; under spread
+    it scores like the others and joins the class search, in every bucket."""
+    best = -1
+    best_tier = -1
+    best_key = 0.0
+    best_rank = 0
+    need = share
+    if kind == MEMORY:
+        most = 0  # the largest device memory gives the smallest share
+        for n in range(ints.shape[0]):
+            most = max(most, ints[n, N_DEV_MEM])
+        need = gpu_mem / most if most > 0 else 0.0
+    k = int((need - MARGIN) * SHARED_ROWS)  # the largest k with k / SHARED_ROWS <= need - MARGIN
+    shared = bits.shape[0] - SHARED_ROWS + min(max(k, 0), SHARED_ROWS - 1)
+    for w in range(bits.shape[1] if sg == BINPACK else 0):
+        word = bits[shared, w]
+        while word != 0:
+            low = word & (~word + np.uint64(1))
+            r = w * 64 + _bit_index(low)
+            word ^= low
+            n = node_of[r]
+            if not elig[n]:
+                continue
+            ok, tier, key = _evaluate(ints, dev, ext, n, kind, 0, share, gpu_mem, cpu, mem, pext, sg, sc)
+            if ok and _better(tier, key, ints[n, N_RANK], best, best_tier, best_key, best_rank):
+                best, best_tier, best_key, best_rank = n, tier, key, ints[n, N_RANK]
+    g1 = dev.shape[2] + 1
+    big = 1 << 62
+    other = -1
+    for idle in (True, False):
+        for c in range(class_start.shape[0] - 1):
+            found_rank = big
+            for j in range(class_start[c], class_start[c + 1]):
+                b = class_buckets[j]
+                if counts[b] == 0:
+                    continue
+                # nodes outside the shared row need a free device; under binpack the row is done
+                if sg == BINPACK:
+                    among = EXCEPT
+                    if b // g1 < 1:
+                        continue
+                else:
+                    among = ALL if b // g1 >= 1 else ONLY
+                n = _first_fraction_fit_in_bucket(
+                    bits,
+                    b,
+                    shared,
+                    among,
+                    node_of,
+                    ints,
+                    dev,
+                    ext,
+                    elig,
+                    kind,
+                    share,
+                    gpu_mem,
+                    cpu,
+                    mem,
+                    pext,
+                    sg,
+                    sc,
+                    idle,
+                    found_rank,
+                )
+                if n >= 0:
+                    other = n
+                    found_rank = ints[n, N_RANK]
+            if other >= 0:
+                break
+        if other >= 0:
+            break
+    if other >= 0:
+        ok, tier, key = _evaluate(ints, dev, ext, other, kind, 0, share, gpu_mem, cpu, mem, pext, sg, sc)
+        if _better(tier, key, ints[other, N_RANK], best, best_tier, best_key, best_rank):
+            best = other
+    return best
+
+
+@njit(cache=True)
 def _place_all_indexed(
     ints,
     dev,
@@ -660,6 +842,26 @@ def _place_all_indexed(
                 cpu,
                 mem,
                 pext[i],
+                bits,
+                counts,
+                node_of,
+                class_start,
+                class_buckets,
+            )
+        elif kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
+            n = _best_fraction_indexed(
+                ints,
+                dev,
+                ext,
+                elig[pints[i, P_SPEC]],
+                kind,
+                pshare[i],
+                gpu_mem,
+                cpu,
+                mem,
+                pext[i],
+                sg,
+                sc,
                 bits,
                 counts,
                 node_of,

@@ -10,6 +10,7 @@ Python and nothing else can run a whole system.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.util
 import os
 import pwd
@@ -31,9 +32,9 @@ PG_SYSTEM_USER = "muster-pg"
 
 def die_with_parent() -> None:
     """In a child before exec: ask Linux to send SIGTERM when the parent dies, so nothing is orphaned."""
+    # ctypes is imported by the parent: the child may already run as another user who cannot read
+    # the interpreter's library folder.
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM)

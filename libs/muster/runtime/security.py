@@ -72,6 +72,8 @@ def _jetstream_reader(stream: str) -> tuple[str, ...]:
     return (
         "$JS.API.INFO",
         f"$JS.API.STREAM.INFO.{stream}",
+        # Subscribing without naming the stream asks which stream holds the subject.
+        "$JS.API.STREAM.NAMES",
         f"$JS.API.CONSUMER.CREATE.{stream}",
         f"$JS.API.CONSUMER.CREATE.{stream}.>",
         f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.*",
@@ -273,7 +275,7 @@ def make_tls(folder: Path, host: str = "127.0.0.1") -> TlsFiles:
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     # Certificates need real validity dates; they are not decisions, so the wall clock is fine here.
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "muster embedded CA")])
     ca = (
@@ -287,9 +289,15 @@ def make_tls(folder: Path, host: str = "127.0.0.1") -> TlsFiles:
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )  # fmt: skip
@@ -384,12 +392,12 @@ def nats_credentials(
     ``muster up`` wrote under ``MUSTER_HOME`` for this very server.
     """
     env = os.environ if env is None else env
+    ca = env.get("MUSTER_NATS_CA") or None
     if urlsplit(url.split(",")[0]).username:
-        return NatsCredentials(ca=env.get("MUSTER_NATS_CA") or None) if env.get("MUSTER_NATS_CA") else None
+        # The URL carries its login (how deploy/ passes it); nats-py reads it from there.
+        return NatsCredentials(ca=ca) if ca else None
     if env.get("MUSTER_NATS_USER"):
-        return NatsCredentials(
-            env["MUSTER_NATS_USER"], env.get("MUSTER_NATS_PASSWORD", ""), env.get("MUSTER_NATS_CA") or None
-        )
+        return NatsCredentials(env["MUSTER_NATS_USER"], env.get("MUSTER_NATS_PASSWORD", ""), ca)
     key = _server_key(url)
     user = client_user_for(service)
     if key in _started and user in _started[key]:
@@ -398,7 +406,7 @@ def nats_credentials(
     try:
         data = json.loads((home / SECRETS_DIR / CLIENT_FILE).read_text())
     except (FileNotFoundError, PermissionError, NotADirectoryError, ValueError):
-        return NatsCredentials(ca=env["MUSTER_NATS_CA"]) if env.get("MUSTER_NATS_CA") else None
+        return NatsCredentials(ca=ca) if ca else None
     if _server_key(data.get("nats_url", "")) != key:
         return None
     users = data.get("users", {})
@@ -485,6 +493,8 @@ def role_statements(schema: str, passwords: Mapping[str, str]) -> list[str]:
         f"ALTER DEFAULT PRIVILEGES FOR ROLE {w} IN SCHEMA {s} GRANT SELECT ON TABLES TO {r}",
         f"ALTER DEFAULT PRIVILEGES FOR ROLE {w} IN SCHEMA {s} GRANT SELECT ON SEQUENCES TO {r}",
         "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        # The migrations say CREATE SCHEMA IF NOT EXISTS, which Postgres checks even when it exists.
+        f"GRANT CREATE ON DATABASE postgres TO {w}",
     ]
     return statements
 

@@ -3,7 +3,10 @@
 ``MUSTER_HOME`` (default ``./.muster``) is the folder a system keeps its
 embedded servers' data in and where ``muster up`` records the addresses of
 what it started. ``MUSTER_NATS_URL`` / ``MUSTER_PG_DSN`` point at servers
-that already run; ``MUSTER_PREFIX`` names the subjects and stream.
+that already run (``MUSTER_PG_READ_DSN``, if set, is what readers use);
+``MUSTER_PREFIX`` names the subjects and stream. No address recorded here
+carries a password: logins are in ``MUSTER_HOME/secrets`` (see
+``muster.runtime.security``).
 """
 
 from __future__ import annotations
@@ -29,10 +32,17 @@ class Endpoints:
     nats_url: str
     pg_dsn: str
     prefix: str = "muster"
+    pg_read_dsn: str | None = None
+    """Where read-only users (CLI queries, dashboard) connect, when not ``pg_dsn``."""
 
     @property
     def subjects(self) -> Subjects:
         return Subjects(self.prefix)
+
+    @property
+    def reader_dsn(self) -> str:
+        """The DSN for queries: ``pg_read_dsn`` if there is one, else ``pg_dsn``."""
+        return self.pg_read_dsn or self.pg_dsn
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class Settings:
     pg_dsn: str | None = None
     prefix: str = "muster"
     extra: dict[str, str] = field(default_factory=dict)
+    pg_read_dsn: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -52,7 +63,15 @@ class Settings:
             pg_dsn=env.get("MUSTER_PG_DSN") or None,
             prefix=env.get("MUSTER_PREFIX") or "muster",
             extra={k: v for k, v in env.items() if k.startswith("MUSTER_")},
+            pg_read_dsn=env.get("MUSTER_PG_READ_DSN") or None,
         )
+
+    def switch(self, name: str, default: bool = True) -> bool:
+        """A yes/no setting from the environment (``off``, ``0``, ``false``, ``no`` are no)."""
+        value = self.extra.get(name)
+        if value is None or not value.strip():
+            return default
+        return value.strip().lower() not in ("off", "0", "false", "no")
 
     @property
     def endpoints_path(self) -> Path:
@@ -65,7 +84,10 @@ class Settings:
         except FileNotFoundError:
             return None
         return Endpoints(
-            nats_url=data["nats_url"], pg_dsn=data["pg_dsn"], prefix=data.get("prefix", self.prefix)
+            nats_url=data["nats_url"],
+            pg_dsn=data["pg_dsn"],
+            prefix=data.get("prefix", self.prefix),
+            pg_read_dsn=data.get("pg_read_dsn"),
         )
 
     def endpoints(self) -> Endpoints:
@@ -79,19 +101,23 @@ class Settings:
                 f"or start one with `muster up` (MUSTER_HOME={self.home})"
             )
         prefix = self.prefix if "MUSTER_PREFIX" in self.extra or not recorded else recorded.prefix
-        return Endpoints(nats_url=nats_url, pg_dsn=pg_dsn, prefix=prefix)
+        pg_read_dsn = self.pg_read_dsn
+        if pg_read_dsn is None and not self.pg_dsn and recorded:
+            pg_read_dsn = recorded.pg_read_dsn
+        return Endpoints(nats_url=nats_url, pg_dsn=pg_dsn, prefix=prefix, pg_read_dsn=pg_read_dsn)
 
 
 def write_endpoints(home: Path, endpoints: Endpoints) -> Path:
-    """Record a running system's addresses in its home, atomically."""
+    """Record a running system's addresses in its home, atomically, readable by its owner only."""
+    from muster.runtime.security import write_private
+
     home.mkdir(parents=True, exist_ok=True)
     path = home / ENDPOINTS_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(
-        json.dumps({"nats_url": endpoints.nats_url, "pg_dsn": endpoints.pg_dsn, "prefix": endpoints.prefix})
-    )
-    tmp.replace(path)
-    return path
+    record = {"nats_url": endpoints.nats_url, "pg_dsn": endpoints.pg_dsn, "prefix": endpoints.prefix}
+    if endpoints.pg_read_dsn:
+        record["pg_read_dsn"] = endpoints.pg_read_dsn
+    # Owner-only: a DSN given by the environment may carry a password.
+    return write_private(path, json.dumps(record))
 
 
 def clear_endpoints(home: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from muster.kernels import placement as pl
 
-from .. import reasons
+from .. import batch, reasons
 from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import BINDING, BOUND, Job
@@ -15,27 +15,41 @@ EPS = 1e-9
 
 
 class AllocateAction:
+    """``fast`` runs the loop in the batch kernel; ``fast=False`` is the reference loop (the tests' oracle)."""
+
     name = "allocate"
     clock_dependent = False
+
+    def __init__(self, fast: bool = True) -> None:
+        self.fast = fast
 
     def run(self, s: Session) -> None:
         table = s.table
         leaf_jobs: dict[int, list[Job]] = {}
-        for name in sorted(s.state.pending_jobs):
-            job = s.state.jobs[name]
-            q = table.index.get(job.queue)
+        jobs, index, children = s.state.jobs, table.index, table.children
+        for name in s.state.sorted_pending():
+            job = jobs[name]
+            q = index.get(job.queue)
             if q is None:
                 s.reasons[name] = reasons.unknown_queue(job.queue)
                 continue
-            if table.children[q]:
+            if children[q]:
                 s.reasons[name] = reasons.not_leaf(job.queue)
                 continue
-            bad = next((p.invalid for p in job.pods if p.invalid), None)
-            if bad is not None:
-                s.reasons[name] = reasons.invalid_pod(bad)
-                continue
-            leaf_jobs.setdefault(q, []).append(job)
+            if job.shape < 0:  # a job with a shape has only valid pods
+                bad = next((p.invalid for p in job.pods if p.invalid), None)
+                if bad is not None:
+                    s.reasons[name] = reasons.invalid_pod(bad)
+                    continue
+            leaf = leaf_jobs.get(q)
+            if leaf is None:
+                leaf = leaf_jobs[q] = []
+            leaf.append(job)
         if not leaf_jobs:
+            return
+        failed_shapes: dict[tuple, str] = {}
+        if self.fast:
+            batch.allocate(s, leaf_jobs, self._attempt, failed_shapes)
             return
         requests: dict[str, tuple[list[int], tuple[float, float, float]]] = {}
 
@@ -53,7 +67,6 @@ class AllocateAction:
             lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
             lambda j: to_place(j)[1],
         )
-        failed_shapes: dict[tuple, str] = {}
         while (job := order.pop()) is not None:
             pods, req = to_place(job)
             ok = bool(pods) and self._attempt(s, job, pods, req, failed_shapes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import reasons
+from .. import batch, reasons
 from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import Job
@@ -14,16 +14,48 @@ EPS = 1e-9
 Request = tuple[float, float, float]
 
 
-def pending_order(s: Session) -> tuple[JobQueue | None, Callable[[Job], tuple[list[int], Request]]]:
+def _leaf_jobs(s: Session) -> dict[int, list[Job]]:
+    table = s.table
+    jobs, index, children = s.state.jobs, table.index, table.children
+    leaf_jobs: dict[int, list[Job]] = {}
+    for name in s.state.sorted_pending():
+        job = jobs[name]
+        q = index.get(job.queue)
+        if q is None or children[q] or (job.shape < 0 and any(p.invalid for p in job.pods)):
+            continue
+        leaf = leaf_jobs.get(q)
+        if leaf is None:
+            leaf = leaf_jobs[q] = []
+        leaf.append(job)
+    return leaf_jobs
+
+
+def each_pending(s: Session, fn: Callable[[Job, list[int], Request], None], fast: bool = True) -> None:
+    """``fn(job, pods, request)`` for every job with pods to place, each once, in KAI's queue/job order as
+    it stands when the job's turn comes. ``fast`` runs the order in the batch kernel when that gives the
+    same order; otherwise (and with ``fast=False``, the tests' oracle) the reference ``JobQueue`` loop."""
+    leaf_jobs = _leaf_jobs(s)
+    if not leaf_jobs:
+        return
+    if fast and batch.can_visit(s, leaf_jobs):
+        batch.visit(s, leaf_jobs, fn)
+        return
+    order, to_place = pending_order(s, leaf_jobs)
+    assert order is not None
+    while (job := order.pop()) is not None:
+        pods, req = to_place(job)
+        if pods:
+            fn(job, pods, req)
+        order.done(job, False)
+
+
+def pending_order(
+    s: Session, leaf_jobs: dict[int, list[Job]] | None = None
+) -> tuple[JobQueue | None, Callable[[Job], tuple[list[int], Request]]]:
     """Jobs that still have pods to place, in KAI's queue/job order, and their pods-to-place with request."""
     table = s.table
-    leaf_jobs: dict[int, list[Job]] = {}
-    for name in sorted(s.state.pending_jobs):
-        job = s.state.jobs[name]
-        q = table.index.get(job.queue)
-        if q is None or table.children[q] or any(p.invalid for p in job.pods):
-            continue
-        leaf_jobs.setdefault(q, []).append(job)
+    if leaf_jobs is None:
+        leaf_jobs = _leaf_jobs(s)
     requests: dict[str, tuple[list[int], Request]] = {}
 
     def to_place(job: Job) -> tuple[list[int], Request]:
@@ -49,9 +81,10 @@ def running_by_leaf(s: Session, keep: Callable[[Job], bool]) -> dict[int, list[J
     """Preemptible jobs with pods that could be evicted now, by leaf queue index."""
     out: dict[int, list[Job]] = {}
     table = s.table
-    for name in sorted(s.state.jobs):
-        job = s.state.jobs[name]
-        if not job.n_running or not job.preemptible or not keep(job):
+    jobs = s.state.jobs
+    for name in sorted(name for name, job in jobs.items() if job.n_running and job.preemptible):
+        job = jobs[name]
+        if not keep(job):
             continue
         q = table.index.get(job.queue)
         if q is not None:

@@ -8,33 +8,29 @@ every victim it evicts lands again. Min-runtime does not apply.
 
 from __future__ import annotations
 
-import numpy as np
-from muster.kernels import placement as pl
-
 from ..session import Session
 from ..state import Job
 from . import solver
-from .common import EPS, Request, limit_reason, pending_order, quota_reason, running_by_leaf, shape_key
+from .common import EPS, Request, each_pending, limit_reason, quota_reason, running_by_leaf, shape_key
 from .victims import victim_order
 
 
 class ConsolidateAction:
+    """``fast=False`` walks the pending jobs with the reference loop (the tests' oracle)."""
+
     name = "consolidate"
     clock_dependent = False
 
+    def __init__(self, fast: bool = True) -> None:
+        self.fast = fast
+
     def run(self, s: Session) -> None:
-        order, to_place = pending_order(s)
-        if order is None:
-            return
+        # no candidate victims, nothing to do: checked first, the pending order is the costly part
         running = running_by_leaf(s, lambda j: not (j.topology is not None and j.topology.required))
         if not running:
             return
         failed: set[tuple] = set()
-        while (job := order.pop()) is not None:
-            pods, req = to_place(job)
-            if pods:
-                self._attempt(s, job, pods, req, running, failed)
-            order.done(job, False)
+        each_pending(s, lambda job, pods, req: self._attempt(s, job, pods, req, running, failed), self.fast)
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
@@ -64,6 +60,4 @@ class ConsolidateAction:
 
 def free_gpus(s: Session) -> float:
     """GPU devices not held by running pods on served nodes (idle, releasing, free parts of shared devices)."""
-    ints, dev = s.nodes.ints, s.nodes.dev
-    free = ints[:, pl.N_GPUS] - dev[pl.D_USED].sum(axis=1)
-    return float(np.sum(free[s.in_scope]))
+    return s.free_gpus()

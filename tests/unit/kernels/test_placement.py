@@ -205,3 +205,49 @@ def test_room_counts_copies_per_node():
 def test_pod_kind_rejects_a_non_integral_multi_gpu_request():
     with pytest.raises(ValueError, match="whole number"):
         pl.pod_kind(1.5, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["binpack", "spread"]),
+    st.sampled_from(["binpack", "spread"]),
+)
+def test_fractions_through_the_index_choose_what_the_scan_chooses_with_releasing_devices(seed, sg, sc):
+    rng = np.random.default_rng(seed)
+    n, g = int(rng.integers(1, 40)), 4
+    arr = pl.empty_nodes(n, g)
+    arr.ints[:, pl.N_GPUS] = rng.choice([0, 2, 4], n)
+    arr.ints[:, pl.N_DEV_MEM] = rng.choice([40, 80], n) * GI
+    arr.ints[:, pl.N_CPU_CAP] = 16000
+    arr.ints[:, pl.N_CPU_USED] = rng.choice([0, 8000, 15000], n)
+    arr.ints[:, pl.N_CPU_REL] = rng.choice([0, 1000], n)
+    arr.ints[:, pl.N_MEM_CAP] = 64 * GI
+    arr.ints[:, pl.N_RANK] = rng.permutation(n)
+    for i in range(n):
+        for d in range(int(arr.ints[i, pl.N_GPUS])):
+            # (used, releasing, fractional pods): idle, whole, releasing, shared with room, full or nearly
+            states = [(0, 0, 0), (0, 0, 0), (1, 0, 0), (0, 1, 0), (0.5, 0, 1), (0.25, 0.5, 2), (1, 0, 2)]
+            states += [(0.99, 0, 3), (0, 0.5, 1), (0.985, 0, 2)]
+            used, rel, frac = states[int(rng.integers(0, len(states)))]
+            arr.dev[pl.D_USED, i, d], arr.dev[pl.D_REL, i, d], arr.dev[pl.D_FRAC, i, d] = used, rel, frac
+    p = int(rng.integers(1, 30))
+    ints = np.zeros((p, pl.P_INT_COLS), dtype=np.int64)
+    ints[:, pl.P_KIND] = rng.choice([pl.FRACTION, pl.FRACTION, pl.MEMORY, pl.WHOLE], p)
+    ints[:, pl.P_WHOLE] = np.where(ints[:, pl.P_KIND] == pl.WHOLE, 1, 0)
+    ints[:, pl.P_GPU_MEM] = np.where(ints[:, pl.P_KIND] == pl.MEMORY, rng.choice([10, 30], p) * GI, 0)
+    ints[:, pl.P_CPU] = rng.choice([0, 1000, 4000], p)
+    ints[:, pl.P_SPEC] = rng.integers(0, 2, p)
+    share = np.where(
+        ints[:, pl.P_KIND] == pl.FRACTION, rng.choice([0.01, 0.015, 0.03125, 0.25, 0.5, 0.75], p), 0.0
+    )
+    elig = rng.random((2, n)) < 0.8
+    pods = pl.PodArrays(ints, share, np.zeros((p, 0), dtype=np.int64), elig)
+    scanned = pl.NodeArrays(arr.ints.copy(), arr.dev.copy(), arr.ext.copy())
+    index = pl.build_gpu_index(arr, np.ones(n, dtype=np.bool_), sg)
+    r1 = pl.place(scanned, pods, sg, sc)
+    r2 = pl.place(arr, pods, sg, sc, index=index)
+    assert r1.count == r2.count
+    np.testing.assert_array_equal(r1.node[: r1.count], r2.node[: r2.count])
+    np.testing.assert_array_equal(r1.devices[: r1.count], r2.devices[: r2.count])
+    np.testing.assert_array_equal(scanned.dev, arr.dev)

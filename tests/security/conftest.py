@@ -1,0 +1,92 @@
+"""Embedded servers that refuse strangers, as ``running_system`` starts them, one per module."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import pytest
+from muster.bus import NatsBus
+from muster.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from muster.runtime.security import (
+    NATS_USERS,
+    PG_ROLES,
+    NatsAuth,
+    NatsCredentials,
+    generate_password,
+    make_tls,
+)
+from muster.subjects import Subjects
+
+SUBJECTS = Subjects("muster")
+
+
+@dataclass
+class SecuredNats:
+    server: EmbeddedNats
+    passwords: dict[str, str]
+    ca: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def login(self, user: str) -> NatsCredentials:
+        return NatsCredentials(user, self.passwords[user], self.ca)
+
+    async def bus(self, user: str) -> NatsBus:
+        bus = await NatsBus.connect(self.url, SUBJECTS, service=f"test-{user}", credentials=self.login(user))
+        # A refused publish gets no answer: wait briefly, not the default ten seconds.
+        bus.js._timeout = 1.0
+        return bus
+
+
+async def _create_stream(secured: SecuredNats) -> None:
+    bus = await secured.bus("cli")
+    await bus.close()
+
+
+@pytest.fixture(scope="module")
+def secured_nats(tmp_path_factory):
+    passwords = {u: generate_password() for u in NATS_USERS}
+    server = EmbeddedNats(tmp_path_factory.mktemp("nats"), auth=NatsAuth("muster", passwords)).start()
+    try:
+        secured = SecuredNats(server, passwords)
+        # The stream exists before anyone else connects, as `muster up` makes sure (as the CLI user).
+        asyncio.run(_create_stream(secured))
+        yield secured
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def tls_nats(tmp_path_factory):
+    home = tmp_path_factory.mktemp("tls")
+    passwords = {u: generate_password() for u in NATS_USERS}
+    tls = make_tls(home / "tls")
+    server = EmbeddedNats(home, auth=NatsAuth("muster", passwords, tls=tls)).start()
+    try:
+        secured = SecuredNats(server, passwords, str(tls.ca))
+        asyncio.run(_create_stream(secured))
+        yield secured
+    finally:
+        server.stop()
+
+
+@dataclass
+class SecuredPostgres:
+    server: EmbeddedPostgres
+    passwords: dict[str, str]
+
+    def dsn(self, role: str) -> str:
+        return f"postgresql://{role}@{self.server.host}:{self.server.port}/postgres"
+
+
+@pytest.fixture(scope="module")
+def secured_pg(tmp_path_factory):
+    passwords = {r: generate_password() for r in PG_ROLES}
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg"), password=passwords["postgres"]).start()
+    try:
+        yield SecuredPostgres(server, passwords)
+    finally:
+        server.stop()
