@@ -8,7 +8,6 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints
 from muster.store import schema_for

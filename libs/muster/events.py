@@ -389,7 +389,7 @@ class DeadLettered(_Event, tag="DeadLettered", kw_only=True):
     data: bytes = b""
 
 
-Event = Union[
+Event = Union[  # noqa: UP007 (a runtime union object whose __args__ lists the types)
     WorkloadSubmitted,
     WorkloadRejected,
     PodGroupCreated,

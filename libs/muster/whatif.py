@@ -176,7 +176,9 @@ def what_if(
     replayed_queues = list(queues) if queues is not None else history.queues
     # Compare like with like: the history re-run under its own settings, then under the other ones.
     # (The recorded outcome also depends on real cycle timing, which a re-run only approximates.)
-    before = _TimedSimulation(m.Scenario(name="as-recorded"), config=history.config).replay(history, history.queues)
+    before = _TimedSimulation(m.Scenario(name="as-recorded"), config=history.config).replay(
+        history, history.queues
+    )
     after = _TimedSimulation(m.Scenario(name="what-if"), config=config or history.config).replay(
         history, replayed_queues
     )

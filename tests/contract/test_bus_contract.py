@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-
 from muster.bus import MemoryBus, NatsBus
 from muster.events import DeadLettered, NodeRemoved, PodBound, decode_envelope
 from muster.subjects import Subjects
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 
 
 @pytest.fixture(params=["memory", pytest.param("nats", marks=pytest.mark.nats)])
