@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 from pathlib import Path
 
 import uvicorn
@@ -42,7 +43,19 @@ def listen_address(env: dict[str, str]) -> tuple[str, int]:
         raise DashboardConfigError(f"MUSTER_DASHBOARD_PORT: must be a port number, got {raw!r}") from None
     if not 0 <= port <= 65535:
         raise DashboardConfigError(f"MUSTER_DASHBOARD_PORT: must be between 0 and 65535, got {port}")
+    if not env.get("MUSTER_DASHBOARD_PORT") and not _free(host, port):
+        # Another system (another MUSTER_HOME) has the default: take any free port; `muster up` prints it.
+        port = 0
     return host, port
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 class _Server(uvicorn.Server):
