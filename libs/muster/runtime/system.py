@@ -31,6 +31,10 @@ class ServiceProcess:
     name: str
     proc: subprocess.Popen
     log: Path
+    service: str = ""
+    """The module under services/ it runs (``name`` is its key: allocators of several pools differ)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """What was added to its environment, so a restart gets the same."""
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -116,7 +120,7 @@ class System:
                 stderr=subprocess.STDOUT,
                 preexec_fn=die_with_parent,
             )
-        self.processes[key] = ServiceProcess(key, proc, log)
+        self.processes[key] = ServiceProcess(key, proc, log, service=name, env=dict(env or {}))
         return self.processes[key]
 
     def stop_service(self, name: str, sig: int = signal.SIGTERM, timeout: float = 10.0) -> None:
@@ -307,9 +311,16 @@ def _use_passfile(home: Path) -> bool:
     return True
 
 
-def wait_until_interrupted(system: System, poll: float = 0.5) -> None:
-    """Block until Ctrl-C or SIGTERM; restart nothing, but report services that died."""
+def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float = 30.0) -> None:
+    """Block until Ctrl-C or SIGTERM, restarting any service that exits.
+
+    Services are crash-only: a restarted one rebuilds what it needs from the
+    log, so a supervisor that restarts it is all the recovery there is. A
+    service that keeps failing is restarted less and less often.
+    """
     stopping = False
+    backoff: dict[str, float] = {}
+    due: dict[str, float] = {}
 
     def _stop(*_):
         nonlocal stopping
@@ -318,10 +329,20 @@ def wait_until_interrupted(system: System, poll: float = 0.5) -> None:
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
         while not stopping:
-            dead = system.check()
-            for name in dead:
-                print(f"service {name} exited; see {system.processes[name].log}", file=sys.stderr)
-                system.processes.pop(name)
+            now = time.monotonic()
+            for key in system.check():
+                if key not in due:
+                    backoff[key] = min(max_backoff, backoff.get(key, 0.5) * 2)
+                    due[key] = now + backoff[key]
+                    print(
+                        f"service {key} exited; restarting in {backoff[key]:g}s (see {system.processes[key].log})",
+                        file=sys.stderr,
+                    )
+            for key, when in list(due.items()):
+                if when <= now:
+                    del due[key]
+                    process = system.processes[key]
+                    system.start_service(process.service, key=key, env=process.env)
             time.sleep(poll)
     except KeyboardInterrupt:
         pass
