@@ -12,6 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m muster.warmup tests/scenarios/*.yaml
 	touch $@
 
 run: install

@@ -16,9 +16,19 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+WARM_SCENARIOS = sorted((REPO / "tests" / "scenarios").glob("*.yaml"))
+
+
 @pytest.fixture(scope="session")
 def servers(tmp_path_factory) -> Endpoints:
-    """A NATS JetStream and a Postgres server: the configured ones, else embedded for this session."""
+    """A NATS JetStream and a Postgres server: the configured ones, else embedded for this session.
+
+    Also compiles the allocator's kernels first (cached on disk: cheap once done), so an
+    allocator process a test starts decides at once instead of compiling for its first minute.
+    """
+    from muster.warmup import warm
+
+    warm(WARM_SCENARIOS)
     nats_url, pg_dsn = os.environ.get("MUSTER_NATS_URL"), os.environ.get("MUSTER_PG_DSN")
     if nats_url and pg_dsn:
         yield Endpoints(nats_url=nats_url, pg_dsn=pg_dsn)
