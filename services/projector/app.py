@@ -47,6 +47,15 @@ async def run(ctx: ServiceContext) -> None:
         async def handle(deliveries) -> None:
             await until_database_answers(ctx, lambda: sink.apply(deliveries))
 
-        await ctx.bus.consume("projector", [ctx.subjects.all], handle, stop=ctx.stop, batch=1024)
+        # The projector's position is its checkpoint in Postgres, written with its rows: it reads the
+        # stream strictly in order from there. (A durable consumer would redeliver a killed
+        # instance's unacknowledged messages after newer ones, behind the checkpoint.)
+        while not ctx.stop.is_set():
+            start = await until_database_answers(ctx, sink.checkpoint) + 1
+            try:
+                await ctx.bus.follow(start, handle, stop=ctx.stop, batch=1024)
+            except Exception:
+                log.warning("projection stopped at a failure; resuming from the checkpoint", exc_info=True)
+                await asyncio.sleep(RETRY_SECONDS)
     finally:
         await pool.close()

@@ -161,6 +161,14 @@ class PostgresSink:
         self.pool = pool
         self.consumer = consumer
 
+    async def checkpoint(self) -> int:
+        """The last stream sequence projected (0 before the first)."""
+        async with self.pool.acquire() as conn:
+            return (
+                await conn.fetchval("SELECT stream_seq FROM checkpoints WHERE consumer = $1", self.consumer)
+                or 0
+            )
+
     async def apply(self, deliveries: list[Delivery]) -> int:
         """Project the deliveries not yet applied; returns how many were new."""
         async with self.pool.acquire() as conn, conn.transaction():

@@ -314,6 +314,63 @@ class NatsBus:
         event = DeadLettered(service=consumer, subject=subject, stream_seq=seq, error=error, data=data)
         await self.publish(self.subjects.deadletter, [event], msg_id=f"dead:{consumer}:{seq}")
 
+    async def follow(
+        self,
+        start_seq: int,
+        handler: Handler,
+        *,
+        stop: asyncio.Event,
+        batch: int = 1024,
+    ) -> None:
+        """Deliver every message from ``start_seq`` on, strictly in stream order, until ``stop``.
+
+        For a reader that keeps its own position (the projector's checkpoint): an
+        ordered consumer, no acks, nothing redelivered out of order. A handler error
+        ends the call; the caller resumes from its position. Undecodable messages are
+        skipped here: the consumers that act on them dead-letter them.
+        """
+        sub = await self.js.subscribe(
+            self.subjects.all,
+            ordered_consumer=True,
+            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+            config=api.ConsumerConfig(opt_start_seq=max(1, start_seq)),
+        )
+        self.consuming.set()
+        try:
+            while not stop.is_set():
+                try:
+                    msgs = [await sub.next_msg(timeout=0.5)]
+                except (TimeoutError, NatsTimeoutError):
+                    continue
+                while len(msgs) < batch:
+                    try:
+                        msgs.append(await sub.next_msg(timeout=0.002))
+                    except (TimeoutError, NatsTimeoutError):
+                        break
+                deliveries = []
+                for msg in msgs:
+                    try:
+                        events = decode_envelope(msg.data)
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        continue
+                    headers = dict(msg.headers or {})
+                    deliveries.append(
+                        Delivery(
+                            msg.subject,
+                            msg.metadata.sequence.stream,
+                            events,
+                            headers,
+                            context=telemetry.extract(headers),
+                        )
+                    )
+                if self.metrics is not None:
+                    self.metrics.lag.labels(self.service).set(msgs[-1].metadata.num_pending)
+                if deliveries:
+                    await handler(deliveries)
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
     async def read(self, subjects: Sequence[str] = (), *, start_seq: int = 1) -> AsyncIterator[Delivery]:
         """Every message from ``start_seq`` to the stream's current end, in order (for replay and audits)."""
         end = await self.last_seq()
