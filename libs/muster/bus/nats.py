@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 import nats
+from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import api
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
 from opentelemetry.context import Context
 
 from muster import telemetry
@@ -24,6 +26,8 @@ from muster.subjects import Subjects
 log = logging.getLogger(__name__)
 
 MSG_ID = "Nats-Msg-Id"
+# Within JetStream's 120 s duplicate window, so a resent message is still recognised.
+PUBLISH_PATIENCE = 60.0
 # The NATS server that multi-subject consumer filters arrived in.
 _MULTI_FILTER_VERSION = (2, 10)
 
@@ -72,6 +76,8 @@ class NatsBus:
         self.js = nc.jetstream(timeout=10)
         self.subjects = subjects
         self.service = service
+        self.publish_patience = PUBLISH_PATIENCE
+        """Seconds to keep resending an unacknowledged publish."""
         self.consuming = asyncio.Event()
         """Set once a consumer is bound and reading: what /readyz reports."""
         self.metrics = None
@@ -166,10 +172,31 @@ class NatsBus:
     async def publish_raw(
         self, subject: str, data: bytes, *, msg_id: str, context: Context | None = None
     ) -> int:
-        """Publish bytes as they are (other producers' messages, and tests of bad input)."""
+        """Publish bytes as they are (other producers' messages, and tests of bad input).
+
+        A publish whose acknowledgement does not come (the server restarting, the
+        connection re-established) is sent again with the same message id, which
+        JetStream stores at most once, for up to ``publish_patience`` seconds.
+        """
         headers = telemetry.inject({MSG_ID: msg_id}, context)
-        ack = await self.js.publish(subject, data, headers=headers)
-        return ack.seq
+        deadline = time.monotonic() + self.publish_patience
+        delay = 0.1
+        while True:
+            try:
+                ack = await self.js.publish(subject, data, headers=headers)
+                return ack.seq
+            except (
+                TimeoutError,
+                NatsTimeoutError,
+                NoRespondersError,
+                NoStreamResponseError,
+                ServiceUnavailableError,
+            ):
+                if time.monotonic() + delay > deadline:
+                    raise
+                log.warning("%s: publish to %s not acknowledged; sending it again", self.service, subject)
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
 
     async def last_seq(self) -> int:
         info = await self.js.stream_info(self.subjects.stream)
