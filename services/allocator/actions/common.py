@@ -119,3 +119,29 @@ def quota_reason(s: Session, job: Job, req: Request) -> str | None:
             if quota != -1 and req[r] != 0 and s.alloc_np[q][r] + req[r] > quota + EPS:
                 return reasons.non_preemptible_over_quota(table.names[q], r, quota, s.alloc_np[q][r], req[r])
     return None
+
+
+class VictimSearch:
+    """What reclaim and preempt share: while some job runs, walk the pending jobs and try each.
+
+    Subclasses give ``name`` and ``_attempt``; ``fast=False`` walks with the
+    reference loop (the tests' oracle).
+    """
+
+    name = ""
+    clock_dependent = True
+
+    def __init__(self, fast: bool = True) -> None:
+        self.fast = fast
+
+    def run(self, s: Session) -> None:
+        running = running_by_leaf(s, lambda j: True)
+        if not running:
+            return
+        failed: set[tuple] = set()
+        each_pending(s, lambda job, pods, req: self._attempt(s, job, pods, req, running, failed), self.fast)
+
+    def _attempt(
+        self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
+    ) -> None:
+        raise NotImplementedError

@@ -9,25 +9,18 @@ from __future__ import annotations
 from ..session import Session
 from ..state import Job
 from . import solver
-from .common import Request, each_pending, limit_reason, quota_reason, running_by_leaf, shape_key
+from .common import (
+    Request,
+    VictimSearch,
+    limit_reason,
+    quota_reason,
+    shape_key,
+)
 from .victims import protected, victim_order
 
 
-class PreemptAction:
-    """``fast=False`` walks the pending jobs with the reference loop (the tests' oracle)."""
-
+class PreemptAction(VictimSearch):
     name = "preempt"
-    clock_dependent = True
-
-    def __init__(self, fast: bool = True) -> None:
-        self.fast = fast
-
-    def run(self, s: Session) -> None:
-        running = running_by_leaf(s, lambda j: True)
-        if not running:
-            return
-        failed: set[tuple] = set()
-        each_pending(s, lambda job, pods, req: self._attempt(s, job, pods, req, running, failed), self.fast)
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
