@@ -11,6 +11,8 @@ submission to the last confirmation — and submit → bound latency. With
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import tempfile
 import time
 import uuid
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import asyncpg
 
-from muster.events import NodeSpec, QueueResource, QueueSpec, Resources
+from muster.events import NodeSpec, PodBound, QueueResource, QueueSpec, Resources, decode_envelope
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
 from muster.sdk import Client
@@ -70,13 +72,144 @@ async def _warm_up(client: Client, conn: asyncpg.Connection) -> None:
         await asyncio.sleep(0.05)
 
 
+class BoundWatch:
+    """Follows the binder's confirmations on the stream: how many of the run's pods are bound, and the
+    stream position of the message that confirmed the last of them.
+
+    Waiting for Postgres is then one look at the projector's checkpoint, instead of counting the pods
+    table again and again (which, at 100k pods, cost Postgres a good part of a core by itself).
+    """
+
+    def __init__(self, client: Client, prefix: str, total: int):
+        self.client, self.prefix, self.total = client, prefix, total
+        self.bound: set[tuple[str, int]] = set()
+        self.complete_seq: int | None = None
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        sub = await self.client.bus.js.subscribe(self.client.subjects.pods("*"), ordered_consumer=True)
+        self._task = asyncio.create_task(self._follow(sub))
+
+    async def _follow(self, sub) -> None:
+        try:
+            while self.complete_seq is None:
+                msg = await sub.next_msg(timeout=None)
+                for event in decode_envelope(msg.data):
+                    if isinstance(event, PodBound) and event.job.startswith(self.prefix):
+                        self.bound.add((event.job, event.pod))
+                if len(self.bound) >= self.total:
+                    self.complete_seq = msg.metadata.sequence.stream
+        finally:
+            await sub.unsubscribe()
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+async def _projected_to(conn: asyncpg.Connection) -> int:
+    return await conn.fetchval("SELECT stream_seq FROM checkpoints WHERE consumer = 'projector'") or 0
+
+
 async def _bound(conn: asyncpg.Connection, prefix: str = "") -> int:
     return await conn.fetchval(
         "SELECT count(*) FROM pods WHERE status = 'bound' AND job LIKE $1", prefix + "%"
     )
 
 
-async def _drive(endpoints, nodes: int, pods: int, rate: float | None, progress) -> dict:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (0 where /proc is not there to ask)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_cpu_seconds() -> float:
+    """Busy CPU seconds of the whole machine so far, all cores."""
+    user, nice, system, _idle, _iowait, irq, softirq, *_ = map(int, Path("/proc/stat").read_text().split()[1:11])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+# Server processes by their command name: their CPU is reported beside the services'.
+SERVER_COMMANDS = {"nats-server": "nats", "postgres": "postgres"}
+
+
+def _processes() -> list[tuple[int, int, str, str]]:
+    """(pid, parent pid, command name, command line) of every process we may read."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "comm").read_text().strip()
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        out.append((int(entry.name), parent, command, line))
+    return out
+
+
+def _server_cpu_seconds(home: Path | None) -> dict[str, dict[int, float]]:
+    """CPU used so far by each NATS and Postgres process of this run, by pid.
+
+    Embedded servers are the ones whose command line names the run's home (and, for Postgres, their
+    children, the backends); servers the machine runs itself are counted whole.
+    """
+    processes = _processes()
+    ours = {pid for pid, _, command, line in processes if command in SERVER_COMMANDS and home and str(home) in line}
+    out: dict[str, dict[int, float]] = {label: {} for label in SERVER_COMMANDS.values()}
+    for pid, parent, command, _ in processes:
+        label = SERVER_COMMANDS.get(command)
+        if label is not None and (not ours or pid in ours or parent in ours):
+            out[label][pid] = _cpu_seconds(pid)
+    return out
+
+
+class CpuMeter:
+    """CPU seconds spent per service, by NATS, by Postgres and by the rest of the machine, over a window.
+
+    The rest ("other") is the whole machine's busy time minus all of those: on a quiet machine it is
+    small; when it is not, the run shared the machine with something else.
+    """
+
+    def __init__(self, processes: dict[str, int], home: Path | None = None):
+        self.processes = processes
+        self.home = home
+        self.start = self._read()
+        self.start_servers = _server_cpu_seconds(home) if Path("/proc").exists() else {}
+
+    def _read(self) -> dict[str, float]:
+        sample = {name: _cpu_seconds(pid) for name, pid in self.processes.items()}
+        sample["driver"] = _cpu_seconds(os.getpid())
+        sample["machine"] = _machine_cpu_seconds() if Path("/proc/stat").exists() else 0.0
+        return sample
+
+    def spent(self) -> dict[str, float]:
+        end = self._read()
+        spent = {name: round(end[name] - self.start[name], 2) for name in end}
+        machine = spent.pop("machine")
+        if self.start_servers:
+            for label, pids in _server_cpu_seconds(self.home).items():
+                before = self.start_servers.get(label, {})
+                spent[label] = round(sum(cpu - before.get(pid, 0.0) for pid, cpu in pids.items()), 2)
+        spent["other"] = round(machine - sum(spent.values()), 2)
+        return spent
+
+
+async def _drive(
+    endpoints,
+    nodes: int,
+    pods: int,
+    rate: float | None,
+    progress,
+    processes: dict[str, int] | None = None,
+    home: Path | None = None,
+) -> dict:
     client = await Client.connect(endpoints)
     conn = await asyncpg.connect(
         endpoints.pg_dsn, server_settings={"search_path": schema_for(endpoints.prefix)}
@@ -87,6 +220,9 @@ async def _drive(endpoints, nodes: int, pods: int, rate: float | None, progress)
         await client.apply_queues([QueueSpec(name="bench", resources={"gpu": unlimited})])
         await _warm_up(client, conn)
         jobs = [job(i) for i in range(pods)]
+        watch = BoundWatch(client, "job-", pods)
+        await watch.start()
+        meter = CpuMeter(processes or {}, home)
         start = time.time()
         if rate is None:
             for b in range(0, pods, SUBMISSION_BATCH):
@@ -100,15 +236,17 @@ async def _drive(endpoints, nodes: int, pods: int, rate: float | None, progress)
                 await asyncio.sleep(max(0.0, due - time.time()))
                 await client.submit(jobs[b : b + per_tick], submitted_at=time.time(), uid=f"bench/{b}")
         submitted = time.time()
-        bound = 0
         deadline = submitted + max(120.0, pods / 500)
-        while time.time() < deadline:
-            bound = await _bound(conn, "job-")
-            progress(bound, pods)
-            if bound >= pods:
-                break
-            await asyncio.sleep(0.1)
+        while time.time() < deadline and (
+            watch.complete_seq is None or await _projected_to(conn) < watch.complete_seq
+        ):
+            progress(len(watch.bound), pods)
+            await asyncio.sleep(0.02)
         finished = time.time()
+        cpu = meter.spent()
+        await watch.stop()
+        bound = await _bound(conn, "job-")  # what Postgres shows, counted once
+        progress(bound, pods)
         latencies = await conn.fetch(
             "SELECT ((e.payload->>'at')::float8 - j.submitted_at) * 1000.0 AS ms FROM events e"
             " JOIN jobs j ON j.name = e.payload->>'job' WHERE e.type = 'PodBound' AND j.name LIKE 'job-%' ORDER BY ms"
@@ -123,6 +261,7 @@ async def _drive(endpoints, nodes: int, pods: int, rate: float | None, progress)
             "offered_rate": rate,
             "submit_seconds": round(submitted - start, 3),
             "total_seconds": round(finished - start, 3),
+            "cpu_seconds": cpu,
         }
     finally:
         await conn.close()
@@ -147,7 +286,8 @@ def run_e2e(nodes: int, pods: int, rate: float | None = None, progress=lambda do
         )
         env = {"MUSTER_CYCLE_INTERVAL": "0.02"}
         with running_system(settings, services=SERVICES, service_env=env) as system:
-            return asyncio.run(_drive(system.endpoints, nodes, pods, rate, progress))
+            pids = {name: p.proc.pid for name, p in system.processes.items()}
+            return asyncio.run(_drive(system.endpoints, nodes, pods, rate, progress, pids, Path(home)))
 
 
 async def _first_decision_after(client, pool: str, epoch: int, timeout: float) -> float | None:
