@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
+import os
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from muster import telemetry
 from muster.bus import NatsBus
@@ -74,8 +78,22 @@ async def run_service(
         await bus.close()
 
 
+# Services hold large, long-lived states (every job, pod and node) and allocate many short-lived
+# objects per event. CPython's default collector (a young-generation pass every 700 allocations)
+# then spends a large share of each service's CPU walking objects that live as long as the process.
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+def tune_garbage_collector() -> None:
+    """Collect less often, and never walk what start-up created (modules, tables, compiled kernels)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def service_main(name: str, run: Run) -> None:
     """Entry point of ``python -m services.<name>``."""
+    tune_garbage_collector()
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(message)s")
     settings = Settings.from_env()
     endpoints = settings.endpoints()
@@ -89,7 +107,19 @@ def service_main(name: str, run: Run) -> None:
                 loop.add_signal_handler(sig, stop.set)
         await run_service(name, run, endpoints, settings, stop)
 
-    asyncio.run(main())
+    profile_dir = settings.extra.get("MUSTER_PROFILE")
+    if not profile_dir:
+        asyncio.run(main())
+        return
+    # Opt-in, for finding where a service spends its CPU: cProfile stats written on a clean exit.
+    import cProfile
+
+    profiler = cProfile.Profile(time.process_time)
+    try:
+        profiler.runcall(asyncio.run, main())
+    finally:
+        Path(profile_dir).mkdir(parents=True, exist_ok=True)
+        profiler.dump_stats(str(Path(profile_dir) / f"{name}-{os.getpid()}.prof"))
 
 
 async def rebuild_then_consume(
