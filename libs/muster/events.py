@@ -427,7 +427,12 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     events: list[Event]
 
 
+class _RawEnvelope(msgspec.Struct, frozen=True):
+    events: list[msgspec.Raw]
+
+
 _encoder = msgspec.json.Encoder()
+_raw_envelope_decoder = msgspec.json.Decoder(_RawEnvelope)
 _envelope_decoder = msgspec.json.Decoder(Envelope)
 _event_decoder = msgspec.json.Decoder(Event)
 
@@ -441,6 +446,11 @@ def decode_envelope(data: bytes) -> list[Event]:
     """Decode and validate one bus message; raises ``msgspec.ValidationError``
     or ``msgspec.DecodeError`` naming the bad field."""
     return _envelope_decoder.decode(data).events
+
+
+def envelope_parts(data: bytes) -> list[bytes]:
+    """Each event of a (valid) bus message as the JSON it travelled as, in order."""
+    return [bytes(raw) for raw in _raw_envelope_decoder.decode(data).events]
 
 
 def encode_event(event: Event) -> bytes:

@@ -75,7 +75,7 @@ def _json(value: object) -> str:
 
 
 INSERT_EVENT = (
-    "INSERT INTO events (stream_seq, idx, subject, type, payload) VALUES ($1, $2, $3, $4, $5::jsonb)"
+    "INSERT INTO events (stream_seq, idx, subject, type, payload) VALUES ($1, $2, $3, $4, $5::json)"
     " ON CONFLICT DO NOTHING"
 )
 UPSERT_WORKLOAD = (
@@ -111,7 +111,7 @@ UPSERT_NODE = (
 REMOVE_NODE = "UPDATE nodes SET removed = true, updated_seq = $2 WHERE name = $1"
 INSERT_JOB = (
     "INSERT INTO jobs (name, queue, kind, pool, priority, preemptible, min_available, pods_total, spec, status,"
-    " submitted_at, created_seq, updated_seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, 'pending', $10, $11, $11)"
+    " submitted_at, created_seq, updated_seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::json, 'pending', $10, $11, $11)"
     " ON CONFLICT (name) DO NOTHING"
 )
 INSERT_POD = (
@@ -150,12 +150,21 @@ def _pod_resources(group: PodGroupCreated) -> list[tuple[float, int, int]]:
     return out
 
 
-def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op | PodChange], set[str]]:
-    """Operations for one message, and the jobs whose status must be re-derived."""
+def convert(
+    seq: int, subject: str, events: list[Event], parts: list[bytes] | None = None
+) -> tuple[list[Op | PodChange], set[str]]:
+    """Operations for one message, and the jobs whose status must be re-derived.
+
+    ``parts``: each event's JSON as it travelled (``envelope_parts``); the log keeps it verbatim.
+    Without it, each event is encoded again.
+    """
     ops: list[Op | PodChange] = []
     touched: set[str] = set()
+    if parts is None or len(parts) != len(events):
+        parts = [msgspec.json.encode(event) for event in events]
     for idx, event in enumerate(events):
-        ops.append(Op(INSERT_EVENT, (seq, idx, subject, event_type(event), _json(event))))
+        payload = parts[idx].decode()
+        ops.append(Op(INSERT_EVENT, (seq, idx, subject, event_type(event), payload)))
         match event:
             case WorkloadSubmitted(uid=uid, manifests=docs, submitted_at=at):
                 kinds = [str(d.get("kind", "")) for d in docs if isinstance(d, dict)]
@@ -178,7 +187,7 @@ def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op | PodC
                             group.preemptible,
                             group.min_available,
                             len(pods),
-                            _json(group),
+                            payload,
                             group.submitted_at,
                             seq,
                         ),
@@ -256,18 +265,29 @@ def convert(seq: int, subject: str, events: list[Event]) -> tuple[list[Op | PodC
     return ops, touched
 
 
+# Pods in these states hold their node: a job with one is running (REDERIVE_JOB_STATUS's `bound`).
+RUNNING_POD_STATUSES = ("bound", "releasing")
+# Both status statements take the jobs as two aligned arrays: names ($1) and whether a pod of the job
+# was bound in the batch ($2). They join against them rather than test `name = ANY($1)` row by row:
+# a prepared statement's array is not hashed, and a batch of 60k jobs then cost 60k x 60k comparisons.
+SET_RUNNING = """
+UPDATE jobs j SET status = 'running', ever_ran = j.ever_ran OR t.ran
+FROM unnest($1::text[], $2::boolean[]) AS t(name, ran)
+WHERE j.name = t.name AND j.status <> 'deleted'
+"""
 # Job status follows from its pods: see the lifecycle in muster.events.
 REDERIVE_JOB_STATUS = """
-UPDATE jobs j SET ever_ran = j.ever_ran OR j.name = ANY($2::text[]), status = CASE
+UPDATE jobs j SET ever_ran = j.ever_ran OR c.ran, status = CASE
         WHEN c.completed = j.pods_total THEN 'completed'
         WHEN c.bound > 0 THEN 'running'
         WHEN c.failed > 0 THEN 'failed'
-        WHEN j.ever_ran OR j.name = ANY($2::text[]) THEN 'preempted'
+        WHEN j.ever_ran OR c.ran THEN 'preempted'
         ELSE 'pending' END
-FROM (SELECT job,
-             count(*) FILTER (WHERE status = 'completed') AS completed,
-             count(*) FILTER (WHERE status IN ('bound', 'releasing')) AS bound,
-             count(*) FILTER (WHERE status = 'failed') AS failed
-      FROM pods WHERE job = ANY($1::text[]) GROUP BY job) c
+FROM (SELECT t.name AS job, t.ran,
+             count(*) FILTER (WHERE p.status = 'completed') AS completed,
+             count(*) FILTER (WHERE p.status IN ('bound', 'releasing')) AS bound,
+             count(*) FILTER (WHERE p.status = 'failed') AS failed
+      FROM unnest($1::text[], $2::boolean[]) AS t(name, ran) JOIN pods p ON p.job = t.name
+      GROUP BY t.name, t.ran) c
 WHERE j.name = c.job AND j.status <> 'deleted'
 """

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import asyncpg
 from muster.bus import Delivery
+from muster.events import envelope_parts
 
 from services.projector import convert as c
-from services.projector.convert import REDERIVE_JOB_STATUS, Op, PodChange, convert
+from services.projector.convert import REDERIVE_JOB_STATUS, RUNNING_POD_STATUSES, SET_RUNNING, Op, PodChange, convert
 
 # Appended rows addressed by stream position: COPY straight into the table.
 _APPEND = {
@@ -185,7 +186,7 @@ class PostgresSink:
             for d in sorted(deliveries, key=lambda d: d.seq):
                 if d.seq <= done:
                     continue  # redelivered: already in the projection
-                more, jobs = convert(d.seq, d.subject, d.events)
+                more, jobs = convert(d.seq, d.subject, d.events, envelope_parts(d.data) if d.data else None)
                 ops.extend(more)
                 touched |= jobs
                 last = d.seq
@@ -193,8 +194,13 @@ class PostgresSink:
                 return 0
             batch = plan(ops)
             await write(conn, batch)
-            if touched:
-                await conn.execute(REDERIVE_JOB_STATUS, sorted(touched), sorted(batch.ran))
+            # A job with a pod the batch leaves bound (or releasing) is running, whatever its other pods
+            # do: no need to count its pods. The others' status is derived from their pods' rows.
+            running = {change[0] for change in batch.pod_changes if change[2] in RUNNING_POD_STATUSES}
+            for statement, jobs in ((SET_RUNNING, running), (REDERIVE_JOB_STATUS, touched - running)):
+                if jobs:
+                    names = sorted(jobs)
+                    await conn.execute(statement, names, [name in batch.ran for name in names])
             await conn.execute(
                 "UPDATE checkpoints SET stream_seq = $2 WHERE consumer = $1", self.consumer, last
             )

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 from muster.bus import Delivery
-from muster.events import BindRequested, PodBound, PodCompleted, PodGroupCreated, PodSpec, Resources
+from muster.events import (
+    BindRequested,
+    PodBound,
+    PodCompleted,
+    PodEvicted,
+    PodGroupCreated,
+    PodSpec,
+    Resources,
+    decode_envelope,
+)
 
 from services.projector.sink import PostgresSink
 
@@ -60,3 +69,50 @@ async def test_a_partly_redelivered_batch_applies_only_what_is_new(pg_pool):
     async with pg_pool.acquire() as conn:
         assert await conn.fetchval("SELECT status FROM jobs WHERE name = 'train'") == "completed"
         assert await conn.fetchval("SELECT stream_seq FROM checkpoints") == 4
+
+
+async def test_each_event_is_kept_as_the_json_it_travelled_as(pg_pool):
+    # Written by hand: keys in another order and spacing than muster's own encoder would produce.
+    data = (
+        b'{"events": [{"queue": "q", "name": "verbatim", "type": "PodGroupCreated"},'
+        b' {"type": "PodGroupCreated", "queue": "q", "name": "second"}]}'
+    )
+    deliveries = [Delivery("muster.podgroups", 1, decode_envelope(data), data=data)]
+    await PostgresSink(pg_pool).apply(deliveries)
+    async with pg_pool.acquire() as conn:
+        payloads = [r[0] for r in await conn.fetch("SELECT payload::text FROM events ORDER BY idx")]
+        spec = await conn.fetchval("SELECT spec::text FROM jobs WHERE name = 'verbatim'")
+    assert payloads == [
+        '{"queue": "q", "name": "verbatim", "type": "PodGroupCreated"}',
+        '{"type": "PodGroupCreated", "queue": "q", "name": "second"}',
+    ]
+    assert spec == payloads[0]
+
+
+async def test_jobs_changed_in_one_batch_each_get_the_status_their_own_pods_give(pg_pool):
+    def group(name: str) -> PodGroupCreated:
+        return PodGroupCreated(name=name, queue="q", pods=[PodSpec(count=1, resources=Resources(gpu=1))])
+
+    names = ("runs", "evicted", "done", "never")
+    await PostgresSink(pg_pool).apply(
+        [
+            Delivery("muster.podgroups", 1, [group(n) for n in names]),
+            Delivery(
+                "muster.pods.default",
+                2,
+                [
+                    *(PodBound(job=n, pod=0, node="n", gpus=[0]) for n in ("runs", "evicted", "done")),
+                    PodEvicted(job="evicted", pod=0, node="n"),
+                    PodCompleted(job="done", pod=0, node="n"),
+                ],
+            ),
+        ]
+    )
+    async with pg_pool.acquire() as conn:
+        rows = {r["name"]: (r["status"], r["ever_ran"]) for r in await conn.fetch("SELECT * FROM jobs")}
+    assert rows == {
+        "runs": ("running", True),
+        "evicted": ("preempted", True),
+        "done": ("completed", True),
+        "never": ("pending", False),
+    }

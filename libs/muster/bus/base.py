@@ -27,6 +27,8 @@ class Delivery:
     attempt: int = 1
     context: Context | None = None
     """Trace context the publisher carried in the headers."""
+    data: bytes = b""
+    """The message as it travelled (the envelope's bytes), for consumers that keep events verbatim."""
 
 
 Handler = Callable[[list[Delivery]], Awaitable[None]]

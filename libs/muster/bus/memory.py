@@ -94,7 +94,12 @@ class MemoryBus:
                     continue
                 deliveries.append(
                     Delivery(
-                        msg.subject, msg.seq, events, msg.headers, context=telemetry.extract(msg.headers)
+                        msg.subject,
+                        msg.seq,
+                        events,
+                        msg.headers,
+                        context=telemetry.extract(msg.headers),
+                        data=msg.data,
                     )
                 )
             await self._handle(name, deliveries, handler, max_attempts)

@@ -310,6 +310,7 @@ class NatsBus:
             headers=headers,
             attempt=msg.metadata.num_delivered,
             context=telemetry.extract(headers),
+            data=msg.data,
         )
 
     async def _handle(self, name: str, deliveries, handler: Handler, max_attempts: int) -> None:
@@ -388,6 +389,7 @@ class NatsBus:
                             events,
                             headers,
                             context=telemetry.extract(headers),
+                            data=msg.data,
                         )
                     )
                 if self.metrics is not None:
@@ -419,7 +421,11 @@ class NatsBus:
                     except (msgspec.DecodeError, msgspec.ValidationError):
                         events = []
                     yield Delivery(
-                        subject=msg.subject, seq=seq, events=events, headers=dict(msg.headers or {})
+                        subject=msg.subject,
+                        seq=seq,
+                        events=events,
+                        headers=dict(msg.headers or {}),
+                        data=msg.data,
                     )
                 if seq >= end:
                     return

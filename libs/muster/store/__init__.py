@@ -73,7 +73,8 @@ async def connect(dsn: str, prefix: str, **kwargs) -> asyncpg.Connection:
     return conn
 
 
-async def create_pool(dsn: str, prefix: str, **kwargs) -> asyncpg.Pool:
+async def create_pool(dsn: str, prefix: str, settings: dict[str, str] | None = None, **kwargs) -> asyncpg.Pool:
+    """A pool on the system's schema (migrated first); ``settings`` are extra session settings."""
     schema = schema_for(prefix)
     login = _login(dsn, {k: v for k, v in kwargs.items() if k in ("password", "passfile")})
     conn = await asyncpg.connect(dsn, **login)
@@ -81,4 +82,5 @@ async def create_pool(dsn: str, prefix: str, **kwargs) -> asyncpg.Pool:
         await _migrate(conn, schema)
     finally:
         await conn.close()
-    return await asyncpg.create_pool(dsn, server_settings={"search_path": schema}, **{**kwargs, **login})
+    server_settings = {"search_path": schema, **(settings or {})}
+    return await asyncpg.create_pool(dsn, server_settings=server_settings, **{**kwargs, **login})

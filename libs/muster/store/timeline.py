@@ -79,7 +79,7 @@ WHERE (type IN ('PodGroupCreated', 'PodGroupDeleted') AND payload->>'name' = $1)
    OR (type IN ('BindRequested', 'BindFailed', 'PodBound', 'EvictionRequested', 'PodEvicted', 'PodCompleted')
        AND payload->>'job' = $1)
    OR (type = 'EvictionRequested' AND payload->>'for_job' = $1)
-   OR (type = 'CycleCompleted' AND payload->'pending' ? $1)
+   OR (type = 'CycleCompleted' AND payload->'pending'->>$1 IS NOT NULL)
 ORDER BY stream_seq, idx
 """
 

@@ -10,6 +10,9 @@ from muster.events import (
     PodSpec,
     Resources,
     WorkloadRejected,
+    decode_event,
+    encode_envelope,
+    envelope_parts,
 )
 
 from services.projector import convert as c
@@ -104,3 +107,15 @@ def test_jobs_that_had_a_pod_bound_are_remembered_for_the_status_rederivation():
     bound = c.convert(5, "p", [PodBound(job="a", pod=0, node="n"), PodBound(job="b", pod=0, node="n")])[0]
     evicted = c.convert(6, "p", [PodEvicted(job="a", pod=0, node="n")])[0]
     assert plan(bound + evicted).ran == {"a", "b"}
+
+
+def test_an_envelope_splits_into_each_events_own_bytes_in_order():
+    events = [group("a"), PodBound(job="a", pod=0, node="n", gpus=[1])]
+    parts = envelope_parts(encode_envelope(events))
+    assert [decode_event(p) for p in parts] == events
+
+
+def test_without_the_message_bytes_each_event_is_encoded_again():
+    ops, _ = c.convert(1, "muster.podgroups", [group("a")])
+    payload = next(op.args[4] for op in ops if isinstance(op, c.Op) and op.sql == c.INSERT_EVENT)
+    assert decode_event(payload.encode()) == group("a")
