@@ -50,6 +50,14 @@ def configure(service_name: str, env: Mapping[str, str] | None = None) -> None:
     trace.set_tracer_provider(provider)
 
 
+def recording() -> bool:
+    """Whether spans go anywhere: a tracer provider has been installed (here, or by a test).
+
+    Hot paths ask first and skip per-job span work when nothing would record it.
+    """
+    return not isinstance(trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+
+
 def tracer(name: str = "muster") -> trace.Tracer:
     return trace.get_tracer(name)
 
@@ -81,7 +89,7 @@ class JobContexts:
     def note(self, events, context: Context | None) -> None:
         from muster.events import PodGroupCreated
 
-        if context is None:
+        if context is None or not recording():
             return
         for event in events:
             if isinstance(event, PodGroupCreated):

@@ -185,7 +185,7 @@ class Allocator:
             return True
         if state.min_runtime_used and state.pending_jobs and names & {"reclaim", "preempt"}:
             table = self._queue_table()
-            for name in sorted(state.jobs):
+            for name in sorted(state.running_jobs):
                 job = state.jobs[name]
                 if not job.n_running or not job.preemptible or job.last_start is None:
                     continue

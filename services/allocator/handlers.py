@@ -126,7 +126,8 @@ class AllocatorHandlers:
                 )
             self.awaiting_seq = seq
             self.last_cycle = cycle
-            self._trace(out, cycle)
+            if telemetry.recording():
+                self._trace(out, cycle)
         await self._publish_queue_status(out.queue_status, cycle)
         return True
 
@@ -135,8 +136,11 @@ class AllocatorHandlers:
         if m is None:
             return
         m.cycle_seconds.labels(self.pool).observe(seconds)
-        for d in out.decisions:
-            m.decisions.labels(self.pool, "bind" if isinstance(d, BindRequested) else "evict").inc()
+        binds = sum(1 for d in out.decisions if isinstance(d, BindRequested))
+        if binds:
+            m.decisions.labels(self.pool, "bind").inc(binds)
+        if len(out.decisions) > binds:
+            m.decisions.labels(self.pool, "evict").inc(len(out.decisions) - binds)
         m.pending_jobs.labels(self.pool).set(len(out.reasons))
         for status in out.queue_status:
             for resource, value in status.fair_share.items():

@@ -200,6 +200,8 @@ class ClusterState:
         self.queues: dict[str, ev.QueueSpec] = {}
         self.queue_sums: dict[str, list[float]] = {}
         self.pending_jobs: set[str] = set()
+        self.running_jobs: set[str] = set()
+        """Jobs with a pod holding resources (binding, bound, pipelined or releasing)."""
         self._pending_sorted: list[str] = []
         self._pending_added: list[str] = []
         self._pending_removed = False
@@ -360,6 +362,10 @@ class ClusterState:
                 s[NP_CPU] += sign * cpu
                 s[NP_MEM] += sign * mem
             job.n_running += sign
+            if job.n_running == 0:
+                self.running_jobs.discard(job.name)
+            elif sign > 0 and job.n_running == 1:
+                self.running_jobs.add(job.name)
         elif state == PENDING:
             s[R_GPU] += sign * (0.0 if req.kind == pl.MEMORY else req.gpu)
             s[R_GPU_MEM] += sign * (req.gpu_memory if req.kind == pl.MEMORY else 0)

@@ -66,8 +66,9 @@ class BinderHandlers:
         for event in confirmations:
             by_pool.setdefault(getattr(event, "pool", "default"), []).append(event)
         by_job: dict[str, list[Event]] = {}
-        for event in confirmations:
-            by_job.setdefault(event.job, []).append(event)
+        if telemetry.recording():
+            for event in confirmations:
+                by_job.setdefault(event.job, []).append(event)
         for job, events in sorted(by_job.items()):
             telemetry.job_span(
                 "binder.confirm",

@@ -82,14 +82,41 @@ def running_by_leaf(s: Session, keep: Callable[[Job], bool]) -> dict[int, list[J
     out: dict[int, list[Job]] = {}
     table = s.table
     jobs = s.state.jobs
-    for name in sorted(name for name, job in jobs.items() if job.n_running and job.preemptible):
+    for name in sorted(s.state.running_jobs):
         job = jobs[name]
-        if not keep(job):
+        if not job.preemptible or not keep(job):
             continue
         q = table.index.get(job.queue)
         if q is not None:
             out.setdefault(q, []).append(job)
     return out
+
+
+def each_pending_with_victims(
+    s: Session,
+    keep: Callable[[Job], bool],
+    attempt: Callable[[Session, Job, list[int], Request, dict, set], None],
+    fast: bool = True,
+) -> None:
+    """``attempt(s, job, pods, request, running, failed)`` for each pending job with pods to place, while
+    some preemptible job that ``keep`` admits runs (``running``: those jobs by leaf queue).
+
+    The running jobs are gathered only when a job still has pods to place: after allocate has placed
+    everything, which is the common case, nothing running is looked at.
+    """
+    if not s.state.running_jobs:
+        return
+    running: dict[int, list[Job]] | None = None
+    failed: set[tuple] = set()
+
+    def visit(job: Job, pods: list[int], req: Request) -> None:
+        nonlocal running
+        if running is None:
+            running = running_by_leaf(s, keep)
+        if running:
+            attempt(s, job, pods, req, running, failed)
+
+    each_pending(s, visit, fast)
 
 
 def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
@@ -135,11 +162,7 @@ class VictimSearch:
         self.fast = fast
 
     def run(self, s: Session) -> None:
-        running = running_by_leaf(s, lambda j: True)
-        if not running:
-            return
-        failed: set[tuple] = set()
-        each_pending(s, lambda job, pods, req: self._attempt(s, job, pods, req, running, failed), self.fast)
+        each_pending_with_victims(s, lambda j: True, self._attempt, self.fast)
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..session import Session
 from ..state import Job
 from . import solver
-from .common import EPS, Request, each_pending, limit_reason, quota_reason, running_by_leaf, shape_key
+from .common import EPS, Request, each_pending_with_victims, limit_reason, quota_reason, shape_key
 from .victims import victim_order
 
 
@@ -25,12 +25,8 @@ class ConsolidateAction:
         self.fast = fast
 
     def run(self, s: Session) -> None:
-        # no candidate victims, nothing to do: checked first, the pending order is the costly part
-        running = running_by_leaf(s, lambda j: not (j.topology is not None and j.topology.required))
-        if not running:
-            return
-        failed: set[tuple] = set()
-        each_pending(s, lambda job, pods, req: self._attempt(s, job, pods, req, running, failed), self.fast)
+        movable = lambda j: not (j.topology is not None and j.topology.required)  # noqa: E731
+        each_pending_with_victims(s, movable, self._attempt, self.fast)
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

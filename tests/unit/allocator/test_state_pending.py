@@ -43,3 +43,22 @@ def test_jobs_of_the_same_pool_and_pods_share_a_shape_and_gangs_with_spare_pods_
     assert jobs["c"].shape not in (-1, jobs["a"].shape)
     assert jobs["elastic"].shape == -1
     assert jobs["memory"].shape == -1
+
+
+def test_running_jobs_are_those_with_a_pod_holding_resources_as_pods_bind_leave_and_finish():
+    state = ClusterState()
+    for e in gpu_nodes(1, gpus=8):
+        state.apply(e)
+    for name in ("a", "b", "c"):
+        state.apply(gang_job("q", 2, name=name))
+    assert state.running_jobs == set()
+    for e in [*_bound("a"), ev.BindRequested(job="b", pod=0, node="node-0", gpus=[2])]:
+        state.apply(e)
+    assert state.running_jobs == {"a", "b"}  # binding holds the device as bound does
+    state.apply(ev.PodEvicted(job="b", pod=0, node="node-0"))
+    state.apply(ev.PodCompleted(job="a", pod=0, node="node-0"))
+    assert state.running_jobs == set()
+    for e in [*_bound("c", 0), *_bound("c", 1), ev.PodGroupDeleted(name="c")]:
+        state.apply(e)
+    assert state.running_jobs == set()
+    assert state.running_jobs == {name for name, job in state.jobs.items() if job.n_running}
