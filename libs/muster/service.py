@@ -13,7 +13,6 @@ import gc
 import logging
 import os
 import signal
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +113,7 @@ def service_main(name: str, run: Run) -> None:
     # Opt-in, for finding where a service spends its CPU: cProfile stats written on a clean exit.
     import cProfile
 
-    profiler = cProfile.Profile(time.process_time)
+    profiler = cProfile.Profile()
     try:
         profiler.runcall(asyncio.run, main())
     finally:

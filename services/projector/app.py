@@ -43,9 +43,10 @@ async def until_database_answers(ctx: ServiceContext, attempt):
 
 async def run(ctx: ServiceContext) -> None:
     pool = await until_database_answers(
-        ctx, lambda: create_pool(
+        ctx,
+        lambda: create_pool(
             ctx.endpoints.pg_dsn, ctx.endpoints.prefix, settings=SESSION_SETTINGS, min_size=1, max_size=2
-        )
+        ),
     )
     try:
         sink = PostgresSink(pool)

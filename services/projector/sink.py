@@ -16,7 +16,14 @@ from muster.bus import Delivery
 from muster.events import envelope_parts
 
 from services.projector import convert as c
-from services.projector.convert import REDERIVE_JOB_STATUS, RUNNING_POD_STATUSES, SET_RUNNING, Op, PodChange, convert
+from services.projector.convert import (
+    REDERIVE_JOB_STATUS,
+    RUNNING_POD_STATUSES,
+    SET_RUNNING,
+    Op,
+    PodChange,
+    convert,
+)
 
 # Appended rows addressed by stream position: COPY straight into the table.
 _APPEND = {

@@ -130,7 +130,9 @@ def _cpu_seconds(pid: int) -> float:
 
 def _machine_cpu_seconds() -> float:
     """Busy CPU seconds of the whole machine so far, all cores."""
-    user, nice, system, _idle, _iowait, irq, softirq, *_ = map(int, Path("/proc/stat").read_text().split()[1:11])
+    user, nice, system, _idle, _iowait, irq, softirq, *_ = map(
+        int, Path("/proc/stat").read_text().split()[1:11]
+    )
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
@@ -161,7 +163,11 @@ def _server_cpu_seconds(home: Path | None) -> dict[str, dict[int, float]]:
     children, the backends); servers the machine runs itself are counted whole.
     """
     processes = _processes()
-    ours = {pid for pid, _, command, line in processes if command in SERVER_COMMANDS and home and str(home) in line}
+    ours = {
+        pid
+        for pid, _, command, line in processes
+        if command in SERVER_COMMANDS and home and str(home) in line
+    }
     out: dict[str, dict[int, float]] = {label: {} for label in SERVER_COMMANDS.values()}
     for pid, parent, command, _ in processes:
         label = SERVER_COMMANDS.get(command)

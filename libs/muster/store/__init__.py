@@ -73,7 +73,9 @@ async def connect(dsn: str, prefix: str, **kwargs) -> asyncpg.Connection:
     return conn
 
 
-async def create_pool(dsn: str, prefix: str, settings: dict[str, str] | None = None, **kwargs) -> asyncpg.Pool:
+async def create_pool(
+    dsn: str, prefix: str, settings: dict[str, str] | None = None, **kwargs
+) -> asyncpg.Pool:
     """A pool on the system's schema (migrated first); ``settings`` are extra session settings."""
     schema = schema_for(prefix)
     login = _login(dsn, {k: v for k, v in kwargs.items() if k in ("password", "passfile")})
