@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from muster.events import BindRejected, BindRequested, Event, EvictionRequested, LeaderElected
 
+# Event types are final (tagged Structs, never subclassed): an exact type test is enough, and it is
+# what every event of the log passes through, so it is kept cheap.
+_DECISIONS = frozenset({BindRequested, EvictionRequested})
+
 
 class EpochFence:
     def __init__(self) -> None:
@@ -22,16 +26,17 @@ class EpochFence:
 
     def is_stale(self, event: Event) -> bool:
         """A decision from an epoch older than its pool's current one."""
-        return isinstance(event, BindRequested | EvictionRequested) and event.epoch < self.current(event.pool)
+        return type(event) in _DECISIONS and event.epoch < self.epochs.get(event.pool, 0)
 
     def admit(self, event: Event) -> bool:
         """Read one event; True when it belongs in the allocator's state."""
-        if isinstance(event, LeaderElected):
+        kind = type(event)
+        if kind is LeaderElected:
             self.epochs[event.pool] = max(self.current(event.pool), event.epoch)
             return True
-        if isinstance(event, BindRejected):
+        if kind is BindRejected:
             return False
-        return not self.is_stale(event)
+        return not (kind in _DECISIONS and event.epoch < self.epochs.get(event.pool, 0))
 
 
 def rejection(event: BindRequested, current_epoch: int) -> BindRejected:

@@ -406,6 +406,31 @@ class ClusterState:
     def apply(self, event: ev.Event) -> None:
         """Evolve from one event; events about other pools, unknown jobs or impossible transitions change nothing."""
         match event:
+            # The events every pod brings come first: a match tries its cases in order.
+            case ev.BindRequested():
+                job = self.jobs.get(event.job)
+                if job is not None and 0 <= event.pod < len(job.pods) and job.state[event.pod] == RELEASING:
+                    self._record_move(job, event.pod, event.node, event.gpus, event.gpu_share)
+                else:
+                    self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, event.pipelined)
+            case ev.PodBound():
+                job = self.jobs.get(event.job)
+                if job is None or not 0 <= event.pod < len(job.pods):
+                    return
+                if job.state[event.pod] == PENDING:
+                    self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, False)
+                if job.state[event.pod] in (BINDING, PIPELINED):
+                    if job.state[event.pod] == PIPELINED:
+                        self._transition(job, event.pod, BINDING)
+                    was_running = any(s == BOUND for s in job.state)
+                    job.bound_at[event.pod] = event.at
+                    self._transition(job, event.pod, BOUND)
+                    job.ever_ran = True
+                    if not was_running:
+                        job.last_start = event.at
+            case ev.PodGroupCreated():
+                if self.serves(event.pool) and event.name not in self.jobs:
+                    self._create_job(event)
             case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
                 if self.serves(spec.pool):
                     self._set_node(spec)
@@ -428,32 +453,8 @@ class ClusterState:
                 if self.queues.pop(name, None) is not None:
                     self.queue_version += 1
                     self.version += 1
-            case ev.PodGroupCreated():
-                if self.serves(event.pool) and event.name not in self.jobs:
-                    self._create_job(event)
             case ev.PodGroupDeleted(name=name):
                 self._delete_job(name)
-            case ev.BindRequested():
-                job = self.jobs.get(event.job)
-                if job is not None and 0 <= event.pod < len(job.pods) and job.state[event.pod] == RELEASING:
-                    self._record_move(job, event.pod, event.node, event.gpus, event.gpu_share)
-                else:
-                    self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, event.pipelined)
-            case ev.PodBound():
-                job = self.jobs.get(event.job)
-                if job is None or not 0 <= event.pod < len(job.pods):
-                    return
-                if job.state[event.pod] == PENDING:
-                    self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, False)
-                if job.state[event.pod] in (BINDING, PIPELINED):
-                    if job.state[event.pod] == PIPELINED:
-                        self._transition(job, event.pod, BINDING)
-                    was_running = any(s == BOUND for s in job.state)
-                    job.bound_at[event.pod] = event.at
-                    self._transition(job, event.pod, BOUND)
-                    job.ever_ran = True
-                    if not was_running:
-                        job.last_start = event.at
             case ev.BindFailed() | ev.BindRejected():
                 job = self.jobs.get(event.job)
                 if job is None or not 0 <= event.pod < len(job.pods):

@@ -105,30 +105,10 @@ class SimFleet:
     def apply(self, event: ev.Event) -> None:
         """Take one event from the log into account; unrelated events are ignored."""
         match event:
-            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec) if is_agent_node(spec):
-                self._agent_nodes.add(spec.name)  # `muster agent` answers for its own node's pods
-            case ev.BindRequested(node=node) | ev.EvictionRequested(node=node) if node in self._agent_nodes:
-                pass
-            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
-                self._upsert_node(spec)
-            case ev.NodeRemoved(name=name):
-                if name in self._nodes:
-                    self._nodes[name].removed = True
-                    for key in self._pods_on(name):
-                        self._evictions[key] = None
-            case ev.PodGroupCreated():
-                pods = tuple(spec.resources for spec in event.pods for _ in range(spec.count))
-                self._jobs[event.name] = _Job(pods=pods, duration=event.duration)
-            case ev.PodGroupDeleted(name=name):
-                for key in sorted(self._bound):
-                    if key[0] == name:
-                        self._evictions[key] = None
-                for key in [k for k in self._binds if k[0] == name]:
-                    del self._binds[key]
+            # What every pod brings comes first: a match tries its cases in order.
             case ev.BindRequested():
-                self._binds[(event.job, event.pod)] = event
-            case ev.EvictionRequested():
-                self._evictions[(event.job, event.pod)] = None
+                if event.node not in self._agent_nodes:  # `muster agent` answers for its own node's pods
+                    self._binds[(event.job, event.pod)] = event
             case ev.PodBound():
                 key = (event.job, event.pod)
                 self._binds.pop(key, None)
@@ -137,6 +117,28 @@ class SimFleet:
                     node = self._nodes[event.node]
                     share = device_share(request, node.spec) if is_shared(request) else 0.0
                     self._occupy(key, node, tuple(event.gpus), share or event.gpu_share, request, event.at)
+            case ev.PodGroupCreated():
+                pods = tuple(spec.resources for spec in event.pods for _ in range(spec.count))
+                self._jobs[event.name] = _Job(pods=pods, duration=event.duration)
+            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec) if is_agent_node(spec):
+                self._agent_nodes.add(spec.name)
+            case ev.EvictionRequested(node=node) if node in self._agent_nodes:
+                pass
+            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
+                self._upsert_node(spec)
+            case ev.NodeRemoved(name=name):
+                if name in self._nodes:
+                    self._nodes[name].removed = True
+                    for key in self._pods_on(name):
+                        self._evictions[key] = None
+            case ev.PodGroupDeleted(name=name):
+                for key in sorted(self._bound):
+                    if key[0] == name:
+                        self._evictions[key] = None
+                for key in [k for k in self._binds if k[0] == name]:
+                    del self._binds[key]
+            case ev.EvictionRequested():
+                self._evictions[(event.job, event.pod)] = None
             case ev.BindFailed():
                 self._binds.pop((event.job, event.pod), None)
             case ev.PodEvicted() | ev.PodCompleted():

@@ -84,9 +84,12 @@ class _Grouping:
         self.uid = uid
         self.registry = registry
 
-    def group_object(self, obj: dict[str, Any], path: str, *, inherited: Meta | None = None) -> list[Draft]:
-        """The drafts of one object; ``inherited`` is a skipped top owner's metadata."""
-        meta = object_meta(obj, path, uid=self.uid)
+    def group_object(
+        self, obj: dict[str, Any], path: str, *, inherited: Meta | None = None, meta: Meta | None = None
+    ) -> list[Draft]:
+        """The drafts of one object; ``inherited`` is a skipped top owner's metadata, ``meta`` the
+        object's own when the caller has read it already."""
+        meta = meta or object_meta(obj, path, uid=self.uid)
         if inherited is not None:
             meta = meta.merged(inherited.labels, inherited.annotations)
         entry = self.registry.lookup(meta.api_version, meta.kind)
@@ -140,7 +143,7 @@ def group_manifests(
             top = tops[i]
             if top != i and (docs[top].get("kind") != "Pod" or meta.kind != "Pod"):
                 continue  # described by its top owner's templates
-            results = grouping.group_object(doc, "")
+            results = grouping.group_object(doc, "", meta=meta)
             for result in results:
                 if isinstance(result, PodGroupCreated):
                     event = msgspec.structs.replace(

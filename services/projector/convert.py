@@ -8,7 +8,7 @@ transaction with the checkpoint, so a redelivered event changes nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgspec
 from muster.events import (
@@ -37,14 +37,14 @@ from muster.events import (
 )
 
 
-@dataclass(frozen=True)
-class Op:
+# Plain tuples underneath: a batch makes several of these per event, and a frozen dataclass costs
+# several times as much to create.
+class Op(NamedTuple):
     sql: str
     args: tuple
 
 
-@dataclass(frozen=True)
-class PodChange:
+class PodChange(NamedTuple):
     """A pod's new status, and where it is when the event says so.
 
     ``placement`` is (node, gpus, gpu_share); (None, [], 0.0) for a pod that
@@ -166,11 +166,7 @@ def convert(
         payload = parts[idx].decode()
         ops.append(Op(INSERT_EVENT, (seq, idx, subject, event_type(event), payload)))
         match event:
-            case WorkloadSubmitted(uid=uid, manifests=docs, submitted_at=at):
-                kinds = [str(d.get("kind", "")) for d in docs if isinstance(d, dict)]
-                ops.append(Op(UPSERT_WORKLOAD, (uid, kinds, "submitted", None, None, at, seq)))
-            case WorkloadRejected(uid=uid, error=error, field=field):
-                ops.append(Op(UPSERT_WORKLOAD, (uid, [], "rejected", error, field, None, seq)))
+            # What every pod brings comes first: a match tries its cases in order.
             case PodGroupCreated() as group:
                 if group.workload_uid:
                     ops.append(Op(GROUPED_WORKLOAD, (group.workload_uid, seq)))
@@ -197,6 +193,24 @@ def convert(
                     Op(INSERT_POD, (group.name, i, gpu, cpu, mem, seq))
                     for i, (gpu, cpu, mem) in enumerate(pods)
                 )
+            case BindRequested() as b:
+                ops.append(
+                    Op(
+                        INSERT_DECISION,
+                        (seq, idx, b.pool, b.cycle, b.epoch, "bind", b.job, b.pod, b.node, b.gpus, "allocate", None,
+                         "pipelined" if b.pipelined else ""),
+                    )
+                )  # fmt: skip
+                ops.append(PodChange(b.job, b.pod, "binding", seq, (b.node, b.gpus, b.gpu_share)))
+            case PodBound() as b:
+                ops.append(PodChange(b.job, b.pod, "bound", seq, (b.node, b.gpus, b.gpu_share)))
+                ops.append(Op(JOB_RAN, (b.job,)))
+                touched.add(b.job)
+            case WorkloadSubmitted(uid=uid, manifests=docs, submitted_at=at):
+                kinds = [str(d.get("kind", "")) for d in docs if isinstance(d, dict)]
+                ops.append(Op(UPSERT_WORKLOAD, (uid, kinds, "submitted", None, None, at, seq)))
+            case WorkloadRejected(uid=uid, error=error, field=field):
+                ops.append(Op(UPSERT_WORKLOAD, (uid, [], "rejected", error, field, None, seq)))
             case PodGroupDeleted(name=name):
                 ops.append(Op(DELETE_JOB, (name, seq)))
             case QueueUpserted(queue=q):
@@ -212,15 +226,6 @@ def convert(
                 ops.append(Op(UPSERT_NODE, (n.name, n.pool, _json(n), int(r.gpu), r.cpu, r.memory, seq)))
             case NodeRemoved(name=name):
                 ops.append(Op(REMOVE_NODE, (name, seq)))
-            case BindRequested() as b:
-                ops.append(
-                    Op(
-                        INSERT_DECISION,
-                        (seq, idx, b.pool, b.cycle, b.epoch, "bind", b.job, b.pod, b.node, b.gpus, "allocate", None,
-                         "pipelined" if b.pipelined else ""),
-                    )
-                )  # fmt: skip
-                ops.append(PodChange(b.job, b.pod, "binding", seq, (b.node, b.gpus, b.gpu_share)))
             case EvictionRequested() as e:
                 ops.append(
                     Op(
@@ -240,10 +245,6 @@ def convert(
                     )
                 )  # fmt: skip
                 ops.extend(Op(JOB_REASON, (job, reason)) for job, reason in sorted(c.pending.items()))
-            case PodBound() as b:
-                ops.append(PodChange(b.job, b.pod, "bound", seq, (b.node, b.gpus, b.gpu_share)))
-                ops.append(Op(JOB_RAN, (b.job,)))
-                touched.add(b.job)
             case BindFailed(job=job, pod=pod):
                 ops.append(PodChange(job, pod, "pending", seq, (None, [], 0.0)))
                 touched.add(job)
