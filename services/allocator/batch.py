@@ -44,6 +44,7 @@ from numba import njit
 
 from . import reasons
 from .ordering import elastic_state
+from .policy_placement import is_policy
 from .session import Session
 from .state import Job
 
@@ -607,6 +608,9 @@ def allocate(
     fresh = np.array([j.n_pending == len(j.pods) for j in jobs], dtype=np.bool_)
     min_available = np.array([j.min_available for j in jobs], dtype=np.int64)
     plain = (state_shape >= 0) & fresh
+    if is_policy(s.config.placement_gpu):
+        # a placement policy is Python (policy_placement): jobs with GPU pods go the reference way
+        plain &= _cpu_only(jobs, state_shape)
     if touched:
         plain &= np.array([j.name not in touched for j in jobs], dtype=np.bool_)
     job_shape = np.full(nj, -1, dtype=np.int64)
@@ -653,13 +657,15 @@ def allocate(
     )
     ctl = np.zeros(8, dtype=np.int64)
     index = s.gpu_index()
-    sg = pl.STRATEGIES[s.config.placement_gpu]
+    sg = pl.STRATEGIES.get(s.config.placement_gpu, pl.BINPACK)  # a policy's jobs never reach the kernel
     sc = pl.STRATEGIES[s.config.placement_cpu]
     flushed = [0, 0]
     reason_cache: dict[tuple, str] = {}
     while True:
+        placed_before = ctl[C_PLACED]
         status = _run(tree, arrays, shapes, s.nodes, index, sg, sc, out, ctl)
-        s.nodes_version += 1
+        if ctl[C_PLACED] != placed_before:  # a failed try leaves the nodes as they were
+            s.nodes_version += 1
         _flush(s, jobs, shapes, shape_keys, failed_shapes, arrays, out, ctl, flushed, reason_cache)
         _sync_to_session(s, tree, ctl)
         if status == FINISHED:
@@ -781,6 +787,20 @@ def visit(s: Session, leaf_jobs: dict[int, list[Job]], fn: Visit) -> None:
         tree.alloc_np[:] = s.alloc_np
         ctl[C_RESUME] = 1
         size = 16
+
+
+def _cpu_only(jobs: list[Job], state_shape: np.ndarray) -> np.ndarray:
+    """Per job, whether it has no GPU pod (jobs of one shape are asked once)."""
+    known: dict[int, bool] = {}
+    out = np.zeros(len(jobs), dtype=np.bool_)
+    for j, (job, shape) in enumerate(zip(jobs, state_shape.tolist(), strict=True)):
+        hit = known.get(shape) if shape >= 0 else None
+        if hit is None:
+            hit = all(p.kind == pl.CPU_ONLY for p in job.pods)
+            if shape >= 0:
+                known[shape] = hit
+        out[j] = hit
+    return out
 
 
 def _no_placements(s: Session) -> tuple[np.ndarray, ...]:

@@ -11,6 +11,10 @@ import hashlib
 import msgspec
 
 PLACEMENTS = ("binpack", "spread")
+"""KAI's strategies, for cpu-only pods and gpu pods alike."""
+GPU_POLICIES = ("fgd-pack", "fgd", "bestfit", "packing", "random")
+"""Placement policies of ``muster.kernels.policies`` a gpu pod may also be placed by (see policy_placement)."""
+GPU_PLACEMENTS = PLACEMENTS + GPU_POLICIES
 KNOWN_ACTIONS = ("allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction")
 
 
@@ -41,10 +45,10 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     fairness: FairnessConfig | None = None
 
     def __post_init__(self) -> None:
-        for field in ("placement_gpu", "placement_cpu"):
+        for field, known in (("placement_gpu", GPU_PLACEMENTS), ("placement_cpu", PLACEMENTS)):
             value = getattr(self, field)
-            if value not in PLACEMENTS:
-                raise ValueError(f"{field}: must be one of {', '.join(PLACEMENTS)}, got {value!r}")
+            if value not in known:
+                raise ValueError(f"{field}: must be one of {', '.join(known)}, got {value!r}")
         for i, name in enumerate(self.actions):
             if name not in KNOWN_ACTIONS:
                 raise ValueError(f"actions[{i}]: unknown action {name!r}; known: {', '.join(KNOWN_ACTIONS)}")

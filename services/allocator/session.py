@@ -16,6 +16,7 @@ from muster.kernels import placement as pl
 
 from .config import AllocatorConfig
 from .ordering import QueueShares
+from .policy_placement import PolicyPlacer, is_policy, typical_shapes
 from .state import (
     A_CPU,
     A_GPU,
@@ -163,6 +164,7 @@ class Session:
         self.in_scope = state.served_node_mask()
         self.slot_names = state.slot_names
         self._gpu_index: pl.GpuIndex | None = None
+        self._placer: PolicyPlacer | None = None
         self.nodes_version = 0
         """Bumped by every change to ``nodes`` (placements, their undoing, evictions)."""
         self.alloc_version = 0
@@ -328,8 +330,21 @@ class Session:
 
     def gpu_index(self) -> pl.GpuIndex:
         if self._gpu_index is None:
-            self._gpu_index = pl.build_gpu_index(self.nodes, self.in_scope, self.config.placement_gpu)
+            # under a placement policy, binpack places what the policy cannot (see policy_placement)
+            strategy = self.config.placement_gpu if self.config.placement_gpu in pl.STRATEGIES else "binpack"
+            self._gpu_index = pl.build_gpu_index(self.nodes, self.in_scope, strategy)
         return self._gpu_index
+
+    def policy_placer(self) -> PolicyPlacer | None:
+        """The placer of GPU pods when ``placement_gpu`` names a placement policy (else None), its view in
+        step with the working arrays."""
+        if not is_policy(self.config.placement_gpu):
+            return None
+        if self._placer is None:
+            shapes = typical_shapes(self.state, self.min_dev_mem)
+            self._placer = PolicyPlacer(self.config.placement_gpu, self.nodes, self.gpu_index(), shapes)
+        self._placer.sync(self.nodes, self.nodes_version)
+        return self._placer
 
     def pod_arrays(
         self,

@@ -8,6 +8,7 @@ import numpy as np
 from muster import events as ev
 from muster.kernels import placement as pl
 
+from .policy_placement import pod_seed
 from .session import Session
 from .state import Job
 
@@ -33,10 +34,17 @@ class Statement:
         """Place ``pods`` of ``job`` greedily; a partial result stays applied until rollback or discard."""
         s = self.session
         arrays = s.pod_arrays(job, pods, restrict=restrict)
-        result = pl.place(
-            s.nodes, arrays, s.config.placement_gpu, s.config.placement_cpu, index=s.gpu_index()
-        )
-        s.nodes_version += 1
+        placer = s.policy_placer()
+        if placer is None:
+            result = pl.place(
+                s.nodes, arrays, s.config.placement_gpu, s.config.placement_cpu, index=s.gpu_index()
+            )
+            s.nodes_version += 1
+        else:
+            seeds = [pod_seed(s.cycle, job.name, i) for i in pods] if placer.random else [0] * len(pods)
+            result = placer.place(s.nodes, arrays, s.gpu_index(), s.config.placement_cpu, seeds)
+            s.nodes_version += 1
+            placer.version = s.nodes_version  # its view followed each pod it placed
         self.ops.append(("place", job, pods, arrays, result))
         return result
 

@@ -964,3 +964,216 @@ def _room(ints, dev, ext, prow, share, pext, elig, limit):
             c += 1
         out[n] = c
     return out
+
+
+# -- the cluster as a placement policy sees it (services/allocator/policy_placement.py) -------------
+
+# columns of a view row: then one column per device slot, milli of the device free (-1 absent)
+V_CPU_FREE, V_MEM_FREE, V_CPU_CAP, V_MEM_CAP, V_GPUS = range(5)
+V_DEV = 5
+MILLI = 1000
+
+
+def view_rows(nodes: NodeArrays, slots: np.ndarray, idle: bool) -> np.ndarray:
+    """Rows of ``slots`` as ``muster.kernels.policies`` sees nodes: free cpu, memory and milli per device,
+    on idle resources (``idle``) or on free ones (idle + releasing, where pods are pipelined)."""
+    out = np.zeros((slots.shape[0], V_DEV + nodes.dev.shape[2]), dtype=np.int64)
+    _view_rows(nodes.ints, nodes.dev, np.ascontiguousarray(slots, dtype=np.int64), idle, out)
+    return out
+
+
+@njit(cache=True)
+def _view_rows(ints, dev, slots, idle, out):
+    for i in range(slots.shape[0]):
+        _view_row(ints, dev, slots[i], idle, out[i])
+
+
+@njit(cache=True)
+def _view_row(ints, dev, n, idle, row):
+    """A device is 1000 exactly when a whole-GPU pod could take it (``_free_whole``); a shared one shows
+    its unused share rounded down to whole milli."""
+    cpu = ints[n, N_CPU_CAP] - ints[n, N_CPU_USED]
+    mem = ints[n, N_MEM_CAP] - ints[n, N_MEM_USED]
+    if idle:
+        cpu -= ints[n, N_CPU_REL]
+        mem -= ints[n, N_MEM_REL]
+    gpus = ints[n, N_GPUS]
+    row[V_CPU_FREE] = cpu
+    row[V_MEM_FREE] = mem
+    row[V_CPU_CAP] = ints[n, N_CPU_CAP]
+    row[V_MEM_CAP] = ints[n, N_MEM_CAP]
+    row[V_GPUS] = gpus
+    for d in range(dev.shape[2]):
+        if d >= gpus:
+            row[V_DEV + d] = -1
+            continue
+        used = dev[D_USED, n, d]
+        rel = dev[D_REL, n, d] if idle else 0.0
+        if used <= EPS and rel <= EPS:
+            row[V_DEV + d] = MILLI
+        else:
+            milli = np.floor((1.0 - used - rel) * MILLI + 1e-6)
+            row[V_DEV + d] = min(max(np.int64(milli), 0), MILLI - 1)
+
+
+def changed_rows(nodes: NodeArrays, slots: np.ndarray, rows: np.ndarray, idle: bool) -> np.ndarray:
+    """Positions in ``slots`` whose view row differs from ``rows`` (which are brought up to date)."""
+    return _changed_rows(nodes.ints, nodes.dev, slots, rows, idle)
+
+
+@njit(cache=True)
+def _changed_rows(ints, dev, slots, rows, idle):
+    out = np.empty(slots.shape[0], dtype=np.int64)
+    k = 0
+    tmp = np.empty(rows.shape[1], dtype=np.int64)
+    for i in range(slots.shape[0]):
+        _view_row(ints, dev, slots[i], idle, tmp)
+        same = True
+        for c in range(tmp.shape[0]):
+            if tmp[c] != rows[i, c]:
+                same = False
+                break
+        if not same:
+            rows[i, :] = tmp
+            out[k] = i
+            k += 1
+    return out[:k]
+
+
+def first_fit_per_class(
+    nodes: NodeArrays,
+    pods: PodArrays,
+    row: int,
+    ranked_slots: np.ndarray,
+    class_of: np.ndarray,
+    n_classes: int,
+    idle: bool,
+) -> np.ndarray:
+    """Per class of ``class_of`` (indexed by position in ``ranked_slots``, which is in rank order), the
+    first slot where pod ``row`` fits (on idle resources when ``idle``, else on free ones), -1 if none.
+    Fitting is exactly ``_evaluate``'s, so a policy choosing among these refuses nothing binpack would
+    place."""
+    elig = pods.eligible[pods.ints[row, P_SPEC]]
+    return _first_fit_per_class(
+        nodes.ints,
+        nodes.dev,
+        nodes.ext,
+        elig,
+        pods.ints[row],
+        float(pods.share[row]),
+        pods.ext[row],
+        ranked_slots,
+        class_of,
+        n_classes,
+        idle,
+    )
+
+
+@njit(cache=True)
+def _first_fit_per_class(ints, dev, ext, elig, prow, share, pext, ranked, class_of, n_classes, idle):
+    first = np.full(n_classes, -1, dtype=np.int64)
+    # nodes of one class differ only in what the view leaves out: extended resources, the eligible mask
+    by_class = True
+    for e in range(pext.shape[0]):
+        if pext[e] != 0:
+            by_class = False
+    known = np.zeros(n_classes, dtype=np.int64)  # 0 unknown, 1 fits, -1 does not (when by_class)
+    for i in range(ranked.shape[0]):
+        n = ranked[i]
+        c = class_of[i]
+        if c < 0 or first[c] >= 0 or not elig[n]:
+            continue
+        if by_class and known[c] < 0:
+            continue
+        ok, tier, _ = _evaluate(
+            ints,
+            dev,
+            ext,
+            n,
+            prow[P_KIND],
+            prow[P_WHOLE],
+            share,
+            prow[P_GPU_MEM],
+            prow[P_CPU],
+            prow[P_MEM],
+            pext,
+            BINPACK,
+            BINPACK,
+        )
+        if ok and (not idle or tier % 1000 >= 100):
+            first[c] = n
+        elif by_class:
+            known[c] = -1
+    return first
+
+
+def commit_on(
+    nodes: NodeArrays,
+    pods: PodArrays,
+    row: int,
+    node: int,
+    device: int,
+    out: Placement,
+    i: int,
+    index: GpuIndex | None = None,
+) -> None:
+    """Apply pod ``row`` on ``node`` (where it must fit), recording it in row ``i`` of ``out``. A fraction
+    or gpu-memory pod goes on ``device`` if it fits there (idle first), else where binpack would put it;
+    whole GPUs are the lowest-numbered idle devices, then releasing ones."""
+    prow = pods.ints[row]
+    out.pipelined[i] = _commit_on(
+        nodes.ints,
+        nodes.dev,
+        nodes.ext,
+        node,
+        prow[P_KIND],
+        prow[P_WHOLE],
+        float(pods.share[row]),
+        prow[P_GPU_MEM],
+        prow[P_CPU],
+        prow[P_MEM],
+        pods.ext[row],
+        device,
+        out.devices,
+        out.share,
+        i,
+    )
+    out.node[i] = node
+    if index is not None:
+        _rebucket(nodes.ints, nodes.dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+
+
+@njit(cache=True)
+def _device_fits(dev, n, d, need, idle):
+    if d < 0 or d >= dev.shape[2]:
+        return False
+    if dev[D_FRAC, n, d] <= 0 and dev[D_USED, n, d] > EPS:
+        return False
+    u = dev[D_USED, n, d] + need
+    if idle:
+        u += dev[D_REL, n, d]
+    return u <= 1.0 + EPS
+
+
+@njit(cache=True)
+def _commit_on(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d, out_dev, out_share, i):
+    out_dev[i, :] = -1
+    out_share[i] = 0.0
+    if kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
+        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        gpus = ints[n, N_GPUS]
+        # on idle resources whenever the node has them, as _commit does
+        idle = _fits_rest(ints, ext, n, cpu, mem, pext, True) and _device_fit(dev, n, gpus, need, True)
+        if d < gpus and _device_fits(dev, n, d, need, idle):
+            dev[D_USED, n, d] += need
+            dev[D_FRAC, n, d] += 1.0
+            out_dev[i, 0] = d
+            out_share[i] = need
+            ints[n, N_CPU_USED] += cpu
+            ints[n, N_MEM_USED] += mem
+            for e in range(pext.shape[0]):
+                ext[E_USED, n, e] += pext[e]
+            return not idle
+    return _commit(
+        ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, BINPACK, out_dev, out_share, i
+    )

@@ -13,6 +13,8 @@ import msgspec
 
 Quantity = int | float | str
 Placement = Literal["binpack", "spread"]
+# For GPU pods also the placement policies of muster.kernels.policies (docs/scenario-format-extensions.md).
+GpuPlacement = Literal["binpack", "spread", "fgd-pack", "fgd", "bestfit", "packing", "random"]
 ActionName = Literal["allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction"]
 PriorityClass = Literal["train", "build-preemptible", "build", "inference"]
 
@@ -27,7 +29,7 @@ class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 
 class PlacementConfig(_Strict):
-    gpu: Placement = "binpack"
+    gpu: GpuPlacement = "binpack"
     cpu: Placement = "binpack"
 
 
