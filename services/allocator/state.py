@@ -529,14 +529,13 @@ class ClusterState:
             subgroups={sg.name: sg.min_available for sg in e.subgroups},
             topology=e.topology,
             min_runtime=e.min_runtime,
-            state=[COMPLETED] * n,
+            state=[PENDING] * n,
             node=[-1] * n,
             gpus=[()] * n,
             share=[0.0] * n,
             acct=[(0.0, 0, 0)] * n,
             bound_at=[0.0] * n,
         )
-        job.n_completed = n
         if (
             n
             and not job.subgroups
@@ -548,8 +547,15 @@ class ClusterState:
         if e.min_runtime:
             self.min_runtime_used = True
         self.jobs[e.name] = job
+        # Every pod starts pending: counted in at once rather than by n transitions (one per pod of
+        # every job that arrives, the fold's most frequent step).
         for i in range(n):
-            self._transition(job, i, PENDING)
+            self._count(job, i, PENDING, +1)
+        if n and job.name not in self.pending_jobs:
+            self.pending_jobs.add(job.name)
+            self._pending_added.append(job.name)
+        self.stale_candidates.discard(job.name)
+        self.stale_since.pop(job.name, None)
         self.version += 1
 
     def _delete_job(self, name: str) -> None:
