@@ -40,6 +40,8 @@ class LoggedMessage:
     seq: int
     subject: str
     events: list[Event]
+    data: bytes = b""
+    """The message's bytes where the source has them (the stream), for a projection kept verbatim."""
 
 
 @dataclass
@@ -207,7 +209,7 @@ def _canonical(events: list[Event]) -> bytes:
 
 
 async def log_from_nats(bus) -> list[LoggedMessage]:
-    return [LoggedMessage(d.seq, d.subject, d.events) async for d in bus.read()]
+    return [LoggedMessage(d.seq, d.subject, d.events, d.data) async for d in bus.read()]
 
 
 async def log_from_postgres(conn) -> list[LoggedMessage]:

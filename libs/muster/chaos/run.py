@@ -220,7 +220,7 @@ async def _fresh_projection_differences(endpoints: Endpoints, log: list[LoggedMe
     pool = await create_pool(endpoints.pg_dsn, fresh_prefix, min_size=1, max_size=2)
     try:
         sink = PostgresSink(pool)
-        deliveries = [Delivery(m.subject, m.seq, m.events) for m in log]
+        deliveries = [Delivery(m.subject, m.seq, m.events, data=m.data) for m in log]
         for b in range(0, len(deliveries), 1024):
             await sink.apply(deliveries[b : b + 1024])
     finally:
@@ -247,7 +247,8 @@ async def _fresh_projection_differences(endpoints: Endpoints, log: list[LoggedMe
                 )
                 if r["column_name"] not in _WALL_CLOCK_COLUMNS
             ]
-            select = ", ".join(f'"{c}"' for c in columns)
+            # As text: json columns (events kept verbatim) have no ordering, and text compares the same.
+            select = ", ".join(f'"{c}"::text' for c in columns)
             order = ", ".join(str(i + 1) for i in range(len(columns)))
             a = await conn.fetch(f'SELECT {select} FROM "{live}"."{table}" ORDER BY {order}')
             b = await conn.fetch(f'SELECT {select} FROM "{fresh}"."{table}" ORDER BY {order}')
