@@ -57,7 +57,7 @@ def fair_share(queues: list[dict], total: list[float], k: float = 1.0) -> list[l
                     if satisfied(q) or queues[q]["weight"][r] == 0:
                         continue
                     want = wants(q)
-                    portion = start * w[q] / ws
+                    portion = start * (w[q] / ws)  # the kernel's order: a whole share is exactly `start`
                     if want <= portion:
                         give = want
                         rem.pop(q, None)
