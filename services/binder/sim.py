@@ -99,6 +99,9 @@ class SimFleet:
         # (due time, pod, start) of every running pod with a duration: completions without a scan.
         self._due: list[tuple[float, PodKey, float]] = []
         self._agent_nodes: set[str] = set()
+        # Pods that completed or failed, by job: they are done and never bound again (a move's pipelined
+        # bind can still arrive for a pod that finished before its eviction did).
+        self._finished: dict[str, set[int]] = {}
 
     # -- reading the log ---------------------------------------------------
 
@@ -120,6 +123,7 @@ class SimFleet:
             case ev.PodGroupCreated():
                 pods = tuple(spec.resources for spec in event.pods for _ in range(spec.count))
                 self._jobs[event.name] = _Job(pods=pods, duration=event.duration)
+                self._finished.pop(event.name, None)
             case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec) if is_agent_node(spec):
                 self._agent_nodes.add(spec.name)
             case ev.EvictionRequested(node=node) if node in self._agent_nodes:
@@ -141,10 +145,12 @@ class SimFleet:
                 self._evictions[(event.job, event.pod)] = None
             case ev.BindFailed():
                 self._binds.pop((event.job, event.pod), None)
-            case ev.PodEvicted() | ev.PodCompleted():
+            case ev.PodEvicted() | ev.PodCompleted() | ev.PodFailed():
                 key = (event.job, event.pod)
                 self._evictions.pop(key, None)
                 self._release(key)
+                if not isinstance(event, ev.PodEvicted):
+                    self._finished.setdefault(event.job, set()).add(event.pod)
             case _:
                 pass
 
@@ -239,6 +245,8 @@ class SimFleet:
         """Why the bind cannot happen ('' when it can)."""
         if existing is not None:
             return f"pod is already bound to node {existing.node}"
+        if bind.pod in self._finished.get(bind.job, ()):
+            return f"pod {bind.job}[{bind.pod}] has finished"
         node = self._nodes.get(bind.node)
         if node is None or node.removed:
             return f"no node {bind.node}"

@@ -131,3 +131,13 @@ def test_a_job_without_a_command_fails_instead_of_starting():
     job = ev.PodGroupCreated(name="plain", queue="team", pods=[ev.PodSpec(resources=ev.Resources(gpu=1))])
     (report,) = act(log_of(job, bind("plain")), {})
     assert isinstance(report.event, ev.PodFailed) and "no command" in report.event.reason
+
+
+def test_a_move_of_a_pod_that_finished_on_its_old_node_starts_nothing_here():
+    log = log_of(
+        command_job(),
+        bind(node="node-b"),
+        ev.PodCompleted(job="train", pod=0, node="node-b"),
+        bind(pipelined=True),  # the move's second half, decided before the completion was read
+    )
+    assert act(log, {}) == []

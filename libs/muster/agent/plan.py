@@ -72,19 +72,28 @@ class NodeLog:
     """How many times the node monitor declared this node lost."""
     fence: EpochFence = field(default_factory=EpochFence)
     """A deposed leader's decisions are never acted on (the binder answers them)."""
+    finished: dict[str, set[int]] = field(default_factory=dict)
+    """Pods that completed or failed, on any node: never started again (a move's pipelined bind can
+    arrive here for a pod that finished on its old node before the eviction did)."""
 
     def apply(self, event: ev.Event, seq: int) -> None:
-        """Fold one event in; events about other nodes change nothing here."""
+        """Fold one event in; events about other nodes change nothing here, but which pods finished."""
         if not self.fence.admit(event):
             return
+        if isinstance(event, ev.PodCompleted | ev.PodFailed):
+            self.finished.setdefault(event.job, set()).add(event.pod)
         match event:
             case ev.PodGroupCreated():
+                if event.name not in self.jobs:
+                    self.finished.pop(event.name, None)
                 self.jobs.setdefault(event.name, event)
             case ev.PodGroupDeleted(name=name):
                 self.jobs.pop(name, None)
                 for key, placement in self.placements.items():
                     if key[0] == name and placement.phase != "gone":
                         placement.deleted = True
+            case ev.BindRequested() if event.pod in self.finished.get(event.job, ()):
+                pass
             case ev.BindRequested():
                 key = (event.job, event.pod)
                 if event.node == self.node:

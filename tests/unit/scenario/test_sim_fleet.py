@@ -188,3 +188,25 @@ def test_removing_a_node_evicts_its_pods():
     confirm(f)
     f.apply(ev.NodeRemoved(name="node-a"))
     assert confirm(f) == [ev.PodEvicted(job="a", pod=0, node="node-a")]
+
+
+def test_a_move_whose_pod_finished_before_its_eviction_binds_nothing():
+    # the pod completes on its own while a consolidation move (evict, then a pipelined bind) is on its way
+    f = fleet(node(gpu=2), group("mover", WHOLE, duration=1), bind("mover", gpus=[0]))
+    confirm(f, clock=0.0)
+    assert confirm(f, clock=1.0) == [ev.PodCompleted(job="mover", pod=0, node="node-a", at=1.0)]
+    f.apply(ev.EvictionRequested(job="mover", pod=0, node="node-a", action="consolidate"))
+    f.apply(bind("mover", gpus=[1], pipelined=True))
+    out = confirm(f, clock=1.5)
+    assert [type(e) for e in out] == [ev.BindFailed]
+    assert "finished" in out[0].reason and f.bound() == []
+
+
+def test_a_job_submitted_again_under_a_finished_jobs_name_binds_afresh():
+    f = fleet(node(), group("a", WHOLE, duration=1), bind("a", gpus=[0]))
+    confirm(f, clock=0.0)
+    confirm(f, clock=1.0)
+    f.apply(ev.PodGroupDeleted(name="a"))
+    f.apply(group("a", WHOLE))
+    f.apply(bind("a", gpus=[0]))
+    assert [type(e) for e in confirm(f, clock=2.0)] == [ev.PodBound]
