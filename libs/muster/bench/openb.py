@@ -31,6 +31,7 @@ DEFAULT_PODS = "openb_pod_list_default.csv"
 FIRST_SEED = 42
 INFLATE_RATIO = 1.3
 TYPICAL_COVERAGE = 0.95
+NARROW_HOST_SHARE = 0.1  # fgd-pack also weighs shapes fewer than 10 % of the GPUs can host
 ARRIVED_LEVELS = 131  # integer arrived-% 0..130
 HEADLINE_LEVEL = 100
 
@@ -187,13 +188,23 @@ def load_trace(path: str | Path, cluster: Cluster) -> Trace:
 
 
 def typical_shapes(
-    trace: Trace, coverage: float = TYPICAL_COVERAGE, use_memory: bool = False
+    trace: Trace,
+    coverage: float = TYPICAL_COVERAGE,
+    use_memory: bool = False,
+    *,
+    narrow_in: Cluster | None = None,
+    narrow_share: float = NARROW_HOST_SHARE,
 ) -> pol.ShapeArrays:
     """The most frequent (cpu, gpu share, gpu count, models) shapes covering `coverage` of pods.
 
+    With `narrow_in`, every GPU shape that only nodes holding less than
+    `narrow_share` of that cluster's GPUs can host (by CPU, GPU count and
+    model) is added too, however rare: those are the pods fragmentation
+    starves first (`fgd-pack` uses them; FGD's own list leaves them out).
     Memory is not part of the key (CPU-only pods count); each shape carries
     the median memory of its pods, which only `fgd-pack` uses. Weights are
-    renormalised over the chosen shapes. Equal counts are ordered by the shape key, for determinism.
+    pod counts renormalised over the chosen shapes. Equal counts are ordered
+    by the shape key, for determinism.
     """
     keys = np.stack([trace.cpu, trace.gpu_milli, trace.num_gpu, trace.mask], axis=1)
     uniq, counts = np.unique(keys, axis=0, return_counts=True)
@@ -205,6 +216,9 @@ def typical_shapes(
             break
         chosen.append(i)
         cum += counts[i]
+    if narrow_in is not None:
+        taken = set(chosen)
+        chosen += [i for i in order if i not in taken and _narrow(uniq[i], narrow_in, narrow_share)]
     sel = uniq[chosen]
     w = counts[chosen].astype(np.float64)
     mem = np.array(
@@ -219,6 +233,20 @@ def typical_shapes(
         weight=w / w.sum(),
         mem=mem,
     )
+
+
+def _narrow(key: np.ndarray, cluster: Cluster, share: float) -> bool:
+    """A GPU shape (cpu, gpu share, gpu count, mask) that nodes with < `share` of the GPUs can host."""
+    cpu, _milli, k, mask = (int(v) for v in key)
+    if k == 0:
+        return False
+    hosts = (cluster.cpu >= cpu) & (cluster.gpus >= k) & ((mask >> cluster.model) & 1 == 1)
+    return bool(cluster.gpus[hosts].sum() < share * cluster.gpus.sum())
+
+
+def policy_shapes(policy: str, trace: Trace, cluster: Cluster) -> pol.ShapeArrays:
+    """The typical shapes a shape-driven policy is given: FGD's list, plus narrow shapes for `fgd-pack`."""
+    return typical_shapes(trace, narrow_in=cluster if policy == "fgd-pack" else None)
 
 
 def arrival_order(
@@ -352,7 +380,7 @@ def run_openb(
     trace = load_trace(pods_path, cluster)
     if subsample is not None:
         cluster, trace = _subsample(cluster, trace, subsample)
-    shapes = typical_shapes(trace) if spec.needs_shapes else None
+    shapes = policy_shapes(policy, trace, cluster) if spec.needs_shapes else None
     _warm_up(policy, shapes)
     runs = [run_seed(cluster, trace, policy, FIRST_SEED + i, shapes) for i in range(seeds)]
     un = np.array([r.unallocated_at_100 for r in runs])

@@ -21,15 +21,25 @@ Policies (`POLICIES`):
 * ``fgd``      -- fragmentation gradient descent: the smallest increase of the
   fragmentation that the workload's typical shapes would see, through the
   paper's sigmoid and whole-number score.
-* ``fgd-pack`` -- ours: FGD's idea with a stronger measure. A node's
-  fragmentation for a typical shape is the idle GPU milli left over after
-  filling the node with as many copies of that shape as its devices *and*
-  its free CPU allow (FGD asks only whether one copy fits), so CPU spent on
-  a GPU-dense node and half-filled devices both count. FGD's own measure is
-  added with weight 3 (it sees the next pod; ours sees the node filled up).
-  The node with the smallest increase wins, in 10-milli buckets so that
+* ``fgd-pack`` -- ours: FGD's idea with a stronger measure and a scarcity cost.
+  The measure of a node is (a) the idle GPU milli left stranded after
+  filling the node with as many copies of each typical shape as its devices
+  *and* its free CPU allow (FGD asks only whether one copy fits, so CPU spent
+  on a GPU-dense node and half-filled devices both count), plus (b) FGD's own
+  fragmentation with weight 12 (it counts a whole node as lost to a shape
+  that no longer fits there at all; a heavier weight measured better on the
+  multi-GPU traces). On top of the increase of that measure, a pod pays
+  for the GPU milli it takes from a model in proportion to that model's
+  *pressure*: the share of the model's capacity that the shapes restricted
+  to a subset of models would need if a cluster's worth of the typical
+  demand arrived, each restricted shape spread over the models it accepts by
+  their capacity (weight 3). So pods that run anywhere leave scarce models
+  to the pods that can only run there; with no restricted shapes the cost is
+  zero. The node with the smallest total wins, in 10-milli buckets so that
   near-equal nodes fall to the lowest index and fill in a fixed order
   (`FGD_PACK_KNOBS`); inside it, the device with the smallest exact increase.
+  The caller chooses the shapes; the openb bench gives fgd-pack FGD's list
+  plus the rare shapes that only a small part of the cluster can host.
 
 Randomness is only what the caller passes in (two uniforms per pod), so a
 run is a pure function of its inputs.
@@ -67,7 +77,7 @@ POLICIES: dict[str, Policy] = {
         Policy("binpack", BINPACK, False, "KAI binpack: fewest idle GPUs, most used device"),
         Policy("spread", SPREAD, False, "KAI spread: most idle fraction, idle device first"),
         Policy("fgd", FGD, True, "fragmentation gradient descent (Weng et al., ATC'23)"),
-        Policy("fgd-pack", FGD_PACK, True, "ours: exact FGD delta, packing tie-break"),
+        Policy("fgd-pack", FGD_PACK, True, "ours: stranded + FGD measure, scarce-model cost"),
     )
 }
 DEFAULT_POLICY = "fgd-pack"
@@ -75,10 +85,12 @@ DEFAULT_POLICY = "fgd-pack"
 # fgd-pack's knobs: [0] bucket width of the increase in milli (0: FGD's
 # whole-number sigmoid score instead); tie-break weights [1] per idle GPU
 # left, [2] per free GPU, [3] per free CPU (8 x share of the largest node);
-# [4] weight of FGD's own fragmentation added to the stranded measure.
-# Ties after all of them go to the lowest node index. Tuned on `default`
-# with 3 seeds (see the bench report), then checked on the other traces.
-FGD_PACK_KNOBS = np.array([10.0, 0.0, 0.0, 0.0, 3.0])
+# [4] weight of FGD's own fragmentation added to the stranded measure;
+# [5] cost per GPU milli taken, times the model's pressure (`_model_pressure`).
+# Ties after all of them go to the lowest node index. [4] and [5] were tuned
+# on seeds 42-44 of default, gpuspec10/20/25 and multigpu30/40, then checked
+# with 10 seeds on every openb trace.
+FGD_PACK_KNOBS = np.array([10.0, 0.0, 0.0, 0.0, 12.0, 3.0])
 
 
 class NodeArrays(NamedTuple):
@@ -200,9 +212,12 @@ def place(
         raise ValueError("rng: the random policy needs a seeded numpy Generator")
     shapes = _shapes_for(spec, shapes)
     u = rng.random(2) if rng is not None else np.zeros(2)
+    pressure = _pressure_for(spec, nodes, shapes)
     frag = _all_frags(spec.code, nodes, shapes) if spec.needs_shapes else np.zeros(nodes.cpu_free.shape[0])
     out = np.full(max(pod.num_gpu, 1), -1, dtype=np.int64)
-    node = _choose(spec.code, nodes, frag, shapes, FGD_PACK_KNOBS, *_pod_tuple(pod), u[0], u[1], out)
+    node = _choose(
+        spec.code, nodes, frag, shapes, FGD_PACK_KNOBS, pressure, *_pod_tuple(pod), u[0], u[1], out
+    )
     if node < 0:
         return Placement(-1, ())
     return Placement(int(node), tuple(int(d) for d in out[: pod.num_gpu]))
@@ -247,7 +262,9 @@ def simulate(
     if uniforms.shape != (n_pods, 2):
         raise ValueError(f"uniforms: expected shape ({n_pods}, 2), got {uniforms.shape}")
     shapes = _shapes_for(spec, shapes)
-    return _simulate(spec.code, nodes, shapes, FGD_PACK_KNOBS if knobs is None else knobs, *cols, uniforms)
+    knobs = FGD_PACK_KNOBS if knobs is None else np.ascontiguousarray(knobs, dtype=np.float64)
+    pressure = _pressure_for(spec, nodes, shapes)
+    return _simulate(spec.code, nodes, shapes, knobs, pressure, *cols, uniforms)
 
 
 def node_fragmentation(nodes: NodeArrays, shapes: ShapeArrays, policy: str = "fgd") -> np.ndarray:
@@ -297,6 +314,12 @@ def _shapes_for(spec: Policy, shapes: ShapeArrays | None) -> ShapeArrays:
     return empty_shapes()
 
 
+def _pressure_for(spec: Policy, nodes: NodeArrays, shapes: ShapeArrays) -> np.ndarray:
+    if spec.code != FGD_PACK:
+        return np.zeros(MAX_MODELS)
+    return _model_pressure(nodes, shapes)
+
+
 def _pod_tuple(pod: PodRequest) -> tuple[int, int, int, int, int]:
     return (int(pod.cpu), int(pod.mem), int(pod.num_gpu), int(pod.gpu_milli), int(pod.model_mask))
 
@@ -319,6 +342,30 @@ def _pod_columns(pods) -> tuple[np.ndarray, ...]:
         z = np.zeros(0, dtype=np.int64)
         return (z, z, z, z, z)
     return tuple(np.array(c, dtype=np.int64) for c in zip(*(_pod_tuple(p) for p in pods), strict=True))
+
+
+def _model_pressure(nodes: NodeArrays, shapes: ShapeArrays) -> np.ndarray:
+    """Per model index: how much of that model's GPU capacity the model-constrained shapes would need.
+
+    A shape whose mask leaves out some of the cluster's GPU models brings its
+    share of the shapes' GPU demand (weight x GPUs x share); that share of a
+    demand as large as the whole cluster is spread over the models it accepts
+    in proportion to their capacity. Shapes that accept every model press on none.
+    """
+    out = np.zeros(MAX_MODELS)
+    ndev = (nodes.dev_free >= 0).sum(axis=1).astype(np.float64)
+    cap = np.bincount(nodes.model, weights=ndev, minlength=MAX_MODELS)[:MAX_MODELS]
+    demand = shapes.weight * shapes.num_gpu * shapes.gpu_milli
+    total = demand.sum()
+    if cap.sum() <= 0 or total <= 0:
+        return out
+    present = cap > 0
+    for s in range(shapes.cpu.shape[0]):
+        accepts = ((int(shapes.model_mask[s]) >> np.arange(MAX_MODELS)) & 1 == 1) & present
+        if demand[s] == 0 or not accepts.any() or accepts.sum() == present.sum():
+            continue
+        out[accepts] += demand[s] / total * cap.sum() / cap[accepts].sum()
+    return out
 
 
 def _all_frags(
@@ -517,7 +564,7 @@ def _packing_score(row, k, m):
 
 
 @njit(cache=True)
-def _node_score(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, max_cpu, max_gpu):
+def _node_score(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, max_cpu, max_gpu, pressure):
     row = nodes.dev_free[n]
     if code == BESTFIT:
         s = 0.0
@@ -565,6 +612,9 @@ def _node_score(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, max_cpu
         inc = _frag_whole(code, knobs, cf, mf, row, model, shapes, k) - frag_now
     if code == FGD:
         return _sigmoid_score(inc)
+    # taking GPUs of a model that constrained shapes need costs in proportion
+    # to how much of that model they would need
+    inc += knobs[5] * pressure[model] * k * m
     # fgd-pack: the increase in buckets of knobs[0] milli (0: FGD's whole-number
     # sigmoid), then the knob-weighted tie-breaks, all of them keeping nodes full.
     primary = np.floor(-inc / knobs[0]) if knobs[0] > 0 else _sigmoid_score(inc)
@@ -626,7 +676,7 @@ def _pick_devices(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, u1, o
 
 
 @njit(cache=True)
-def _choose(code, nodes, frag, shapes, knobs, cpu, mem, k, m, mask, u0, u1, out):
+def _choose(code, nodes, frag, shapes, knobs, pressure, cpu, mem, k, m, mask, u0, u1, out):
     n_nodes = nodes.cpu_free.shape[0]
     if code == RANDOM:
         cnt = 0
@@ -667,7 +717,7 @@ def _choose(code, nodes, frag, shapes, knobs, cpu, mem, k, m, mask, u0, u1, out)
             if seen[nodes.kind[n]]:
                 continue
             seen[nodes.kind[n]] = True
-        s = _node_score(code, nodes, n, frag[n], shapes, knobs, cpu, mem, k, m, max_cpu, max_gpu)
+        s = _node_score(code, nodes, n, frag[n], shapes, knobs, cpu, mem, k, m, max_cpu, max_gpu, pressure)
         if best < 0 or s > best_s:
             best = n
             best_s = s
@@ -677,7 +727,7 @@ def _choose(code, nodes, frag, shapes, knobs, cpu, mem, k, m, mask, u0, u1, out)
 
 
 @njit(cache=True)
-def _simulate(code, nodes, shapes, knobs, cpu, mem, num_gpu, gpu_milli, mask, uniforms):
+def _simulate(code, nodes, shapes, knobs, pressure, cpu, mem, num_gpu, gpu_milli, mask, uniforms):
     n_nodes = nodes.cpu_free.shape[0]
     frag = np.zeros(n_nodes)
     if shapes.cpu.shape[0] > 0:
@@ -696,6 +746,7 @@ def _simulate(code, nodes, shapes, knobs, cpu, mem, num_gpu, gpu_milli, mask, un
             frag,
             shapes,
             knobs,
+            pressure,
             cpu[i],
             mem[i],
             k,

@@ -51,8 +51,29 @@ def stranded(cpu_free: int, devs: list[int], model: int, shapes: list[tuple]) ->
 
 
 def fgd_pack_measure(cpu_free: int, devs: list[int], model: int, shapes: list[tuple]) -> float:
-    """fgd-pack's measure: stranded idle GPU plus three times FGD's fragmentation."""
-    return stranded(cpu_free, devs, model, shapes) + 3 * fgd_frag(cpu_free, devs, model, shapes)
+    """fgd-pack's measure: stranded idle GPU plus twelve times FGD's fragmentation."""
+    return stranded(cpu_free, devs, model, shapes) + 12 * fgd_frag(cpu_free, devs, model, shapes)
+
+
+def model_pressure(cluster: list[dict], shapes: list[tuple]) -> dict[int, float]:
+    """Per model: the constrained shapes' GPU demand (cluster-sized) spread over the models they accept, by capacity."""
+    cap: dict[int, int] = {}
+    for node in cluster:
+        if node["devs"]:
+            cap[node["model"]] = cap.get(node["model"], 0) + len(node["devs"])
+    demand = [w * k * m for _cpu, k, m, _mask, w in shapes]
+    total = sum(demand)
+    out = {model: 0.0 for model in cap}
+    if total <= 0:
+        return out
+    for (_cpu, _k, _m, mask, _w), d in zip(shapes, demand, strict=True):
+        accepts = [model for model in sorted(cap) if allowed(mask, model)]
+        if d == 0 or not accepts or len(accepts) == len(cap):
+            continue
+        reach = sum(cap[model] for model in accepts)
+        for model in accepts:
+            out[model] += d / total * sum(cap.values()) / reach
+    return out
 
 
 def after(node: dict, pod, devices: list[int]) -> tuple[int, list[int]]:
@@ -152,9 +173,14 @@ def choose(policy: str, cluster: list[dict], pod, u0: float, u1: float, shapes: 
         def devices(node):
             return frag_choice(node, fgd_frag, True)[1]
     elif policy == "fgd-pack":
+        pressure = model_pressure(cluster, shapes)
 
         def score(n):
-            return math.floor(frag_choice(cluster[n], fgd_pack_measure, False)[0] / 10)
+            # frag_choice gives minus the increase; GPUs taken from a model that
+            # constrained shapes need cost 3 x its pressure per milli on top
+            gain = frag_choice(cluster[n], fgd_pack_measure, False)[0]
+            cost = 3.0 * pressure.get(cluster[n]["model"], 0.0) * k * m
+            return math.floor(-(-gain + cost) / 10)
 
         def devices(node):
             return frag_choice(node, fgd_pack_measure, False)[1]

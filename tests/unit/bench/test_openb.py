@@ -113,6 +113,29 @@ def test_typical_shapes_cover_95_percent_by_count_and_weights_sum_to_one(tiny):
     assert few.cpu.shape[0] == 3
 
 
+def test_narrow_in_adds_shapes_that_only_a_small_part_of_the_cluster_can_host(tiny):
+    _, _, cluster, trace = tiny
+    # coverage 0.2 keeps one shape (the CPU pod p-02); only p-01 (T4 only) runs on
+    # nodes with under half of the 6 GPUs (n-b, 2 GPUs); p-04 needs n-a, 4 GPUs
+    plain = ob.typical_shapes(trace, coverage=0.2)
+    assert plain.cpu.tolist() == [1000]
+    wide = ob.typical_shapes(trace, coverage=0.2, narrow_in=cluster, narrow_share=0.5)
+    assert list(zip(wide.cpu.tolist(), wide.gpu_milli.tolist(), strict=True)) == [(1000, 0), (2000, 500)]
+    assert wide.weight.tolist() == [0.5, 0.5]
+
+
+def test_only_fgd_pack_is_given_the_narrow_shapes(tmp_path):
+    nodes, pods = tmp_path / "nodes.csv", tmp_path / "pods.csv"
+    # the T4 node holds 2 of 22 GPUs, under the 10 % that makes a shape narrow
+    nodes.write_text("sn,cpu_milli,memory_mib,gpu,model\nbig,64000,1,20,V100\nsmall,32000,1,2,T4\n")
+    rows = [f"c-{i:02d},1000,1,0,0," for i in range(20)] + ["t4,2000,1,1,500,T4"]
+    pods.write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n" + "\n".join(rows) + "\n")
+    cluster = ob.load_cluster(nodes)
+    trace = ob.load_trace(pods, cluster)
+    assert ob.policy_shapes("fgd", trace, cluster).cpu.tolist() == [1000]  # 20 of 21 pods: 95 % covered
+    assert ob.policy_shapes("fgd-pack", trace, cluster).cpu.tolist() == [1000, 2000]
+
+
 def test_a_bad_request_names_file_row_and_column(tmp_path, tiny):
     _, _, cluster, _ = tiny
     bad = tmp_path / "bad.csv"

@@ -136,11 +136,64 @@ def test_simulate_places_each_pod_as_place_then_commit_would(policy, cluster, po
     assert np.array_equal(batch.dev_free, step.dev_free) and np.array_equal(batch.cpu_free, step.cpu_free)
 
 
+@settings(max_examples=100, deadline=None)
+@given(cluster=clusters(), shapes=shape_lists())
+def test_each_nodes_fragmentation_is_what_the_oracle_measures(cluster, shapes):
+    nodes = to_arrays(cluster)
+    for policy, measure in (("fgd", naive.fgd_frag), ("fgd-pack", naive.fgd_pack_measure)):
+        got = pol.node_fragmentation(nodes, to_shapes(shapes), policy)
+        want = [measure(node["cpu"], node["devs"], node["model"], shapes) for node in cluster]
+        assert got.tolist() == pytest.approx(want)
+
+
+def test_fgd_pack_weighs_stranded_milli_once_and_fgds_fragmentation_twelve_times():
+    nodes = pol.make_nodes(np.array([8000]), np.array([100]), np.array([2]), np.array([0]))
+    nodes.dev_free[0] = [1000, 300]
+    shapes = to_shapes([(0, 1, 470, -1, 1.0)])
+    # two 470s fit on the idle device: 1300 - 940 = 360 stranded; FGD: the 300 device
+    assert pol.node_fragmentation(nodes, shapes, "fgd-pack").tolist() == [360 + 12 * 300]
+
+
 def test_ties_go_to_the_lowest_node_index():
     nodes = pol.make_nodes(np.array([8000] * 3), np.array([100] * 3), np.array([2] * 3), np.array([0] * 3))
     for policy in ("bestfit", "packing", "binpack", "spread", "fgd", "fgd-pack"):
         shapes = to_shapes([(1000, 1, 1000, -1, 1.0)])
         assert pol.place(policy, nodes, pol.PodRequest(1000, 10, 1, 1000), shapes=shapes).node == 0
+
+
+def test_a_model_that_constrained_shapes_need_is_pressed_by_their_share_of_the_demand():
+    # two models of 4 GPUs each; a quarter of the GPU demand accepts only model 1
+    nodes = pol.make_nodes(np.array([8000, 8000]), np.array([100, 100]), np.array([4, 4]), np.array([0, 1]))
+    shapes = to_shapes([(0, 1, 1000, 0b10, 0.25), (0, 1, 1000, -1, 0.75)])
+    pressure = pol._model_pressure(nodes, shapes)
+    # a cluster's worth of demand puts 0.25 x 8 GPUs on model 1's 4 GPUs
+    assert pressure[1] == pytest.approx(0.5)
+    assert pressure[0] == 0.0
+
+
+def test_shapes_that_accept_every_model_press_on_none():
+    nodes = pol.make_nodes(np.array([8000, 8000]), np.array([100, 100]), np.array([4, 4]), np.array([0, 1]))
+    shapes = to_shapes([(0, 1, 1000, 0b11, 0.5), (0, 2, 1000, -1, 0.5)])
+    assert not pol._model_pressure(nodes, shapes).any()
+
+
+def test_an_unconstrained_pod_leaves_a_scarce_model_to_the_pods_that_need_it():
+    # node 0 is the only model-1 node and half the demand can run only there; node 1
+    # (model 0) strands its second GPU if the pod takes its last CPU, so the measure
+    # alone prefers node 0, and the pressure cost sends the pod to node 1
+    def cluster():
+        nodes = pol.make_nodes(
+            np.array([8000, 8000]), np.array([100, 100]), np.array([2, 2]), np.array([1, 0])
+        )
+        nodes.cpu_free[1] = 4000
+        return nodes
+
+    shapes = to_shapes([(2000, 1, 1000, 0b10, 0.5), (2000, 1, 1000, -1, 0.5)])
+    pod = [pol.PodRequest(4000, 0, 1, 1000)]
+    no_cost = pol.FGD_PACK_KNOBS.copy()
+    no_cost[5] = 0.0
+    assert pol.simulate("fgd-pack", cluster(), pod, shapes=shapes, knobs=no_cost).tolist() == [0]
+    assert pol.simulate("fgd-pack", cluster(), pod, shapes=shapes).tolist() == [1]
 
 
 def test_gpu_spec_keeps_a_pod_off_other_models():
