@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import msgspec
 import numpy as np
 from muster import events as ev
 from muster.kernels import placement as pl
@@ -49,6 +50,11 @@ ACTIVE = (BINDING, PIPELINED, BOUND)
 # columns of a queue's running sums
 A_GPU, A_CPU, A_MEM, NP_GPU, NP_CPU, NP_MEM, R_GPU, R_CPU, R_MEM, R_GPU_MEM, R_PODS = range(11)
 SUM_COLS = 11
+
+
+REQUESTS_REMEMBERED = 4096
+"""Distinct pod-spec lists whose requests a state keeps parsed (forgotten all at once beyond)."""
+_encode = msgspec.json.Encoder().encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +226,10 @@ class ClusterState:
         """Whether any job or queue sets a min_runtime (else protection never applies)."""
         self.shapes: dict[tuple[str, tuple[PodReq, ...]], int] = {}
         """(pool, pod requests) -> id, numbered in order of first appearance in the log (see ``Job.shape``)."""
+        # Most jobs repeat a few pod specs: their requests (and shape ids) are read once per distinct
+        # spec list, keyed by its JSON, instead of parsed and hashed again for every job.
+        self._requests_of: dict[bytes, tuple[tuple[PodReq, ...], bool]] = {}
+        self._shape_of: dict[tuple[str, bytes], int] = {}
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -511,11 +521,24 @@ class ClusterState:
             case _:
                 return
 
+    def _pod_requests(self, specs: list[ev.PodSpec]) -> tuple[bytes, tuple[PodReq, ...], bool]:
+        """(key, every pod's request, whether they may share a shape) of a job's pod specs."""
+        key = _encode(specs)
+        hit = self._requests_of.get(key)
+        if hit is None:
+            pods: list[PodReq] = []
+            for si, spec in enumerate(specs):
+                pods.extend([pod_req(spec, f"pods[{si}]")] * max(0, spec.count))
+            if len(self._requests_of) >= REQUESTS_REMEMBERED:
+                self._requests_of.clear()
+                self._shape_of.clear()
+            plain = all(p.kind != pl.MEMORY and p.invalid is None for p in pods)
+            hit = self._requests_of[key] = (tuple(pods), plain)
+        return key, hit[0], hit[1]
+
     def _create_job(self, e: ev.PodGroupCreated) -> None:
-        pods: list[PodReq] = []
-        for si, spec in enumerate(e.pods):
-            req = pod_req(spec, f"pods[{si}]")
-            pods.extend([req] * max(0, spec.count))
+        key, requests, plain = self._pod_requests(e.pods)
+        pods = list(requests)
         n = len(pods)
         job = Job(
             name=e.name,
@@ -536,14 +559,12 @@ class ClusterState:
             acct=[(0.0, 0, 0)] * n,
             bound_at=[0.0] * n,
         )
-        if (
-            n
-            and not job.subgroups
-            and job.topology is None
-            and max(job.min_available, 1) >= n
-            and all(p.kind != pl.MEMORY and p.invalid is None for p in pods)
-        ):
-            job.shape = self.shapes.setdefault((job.pool, tuple(pods)), len(self.shapes))
+        if n and plain and not job.subgroups and job.topology is None and max(job.min_available, 1) >= n:
+            shape = self._shape_of.get((job.pool, key))
+            if shape is None:
+                shape = self.shapes.setdefault((job.pool, requests), len(self.shapes))
+                self._shape_of[(job.pool, key)] = shape
+            job.shape = shape
         if e.min_runtime:
             self.min_runtime_used = True
         self.jobs[e.name] = job
