@@ -16,6 +16,10 @@ def test_e2e_bench_binds_every_pod_and_reports_rate_and_latency():
     assert doc["bound"] == doc["pods"] == 200 and doc["nodes"] == 20 and doc["offered_rate"] == 500.0
     assert doc["binds_per_second"] > 0
     assert 0 < doc["latency_ms"]["p50"] <= doc["latency_ms"]["p99"]
+    # where the CPU went: every service, the servers, and the rest of the machine
+    cpu = doc["cpu_seconds"]
+    assert {"projector", "podgrouper", "allocator", "binder", "nats", "postgres", "other"} <= cpu.keys()
+    assert cpu["allocator"] > 0 and cpu["postgres"] > 0
 
 
 def test_replay_bench_replays_a_simulated_history_without_divergence():
