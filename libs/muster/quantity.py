@@ -66,12 +66,16 @@ def _non_negative(amount: Decimal, value: object) -> Decimal:
 
 def cpu_millis(value: object) -> int:
     """CPU cores (``4``, ``"2.5"``, ``"500m"``) as whole millicores, rounded up."""
+    if type(value) is int and value >= 0:  # the common case, exact without Decimal
+        return value * 1000
     amount = _non_negative(parse_quantity(value), value) * 1000
     return int(amount.to_integral_value(rounding="ROUND_CEILING"))
 
 
 def byte_count(value: object) -> int:
     """Memory (``"16Gi"``, ``"512M"``, ``1024``) as whole bytes, rounded up."""
+    if type(value) is int and value >= 0:
+        return value
     amount = _non_negative(parse_quantity(value), value)
     return int(amount.to_integral_value(rounding="ROUND_CEILING"))
 
