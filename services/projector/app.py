@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 import asyncpg
 from muster.service import ServiceContext
 from muster.store import create_pool
 
-from services.projector.sink import PostgresSink
+from services.projector.pipeline import Pipeline
+from services.projector.sink import PostgresSink, Prepared
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +53,22 @@ async def run(ctx: ServiceContext) -> None:
     try:
         sink = PostgresSink(pool)
 
-        async def handle(deliveries) -> None:
-            await until_database_answers(ctx, lambda: sink.apply(deliveries))
+        def commit(batch: Prepared):
+            return until_database_answers(ctx, lambda: sink.commit(batch))
 
         # The projector's position is its checkpoint in Postgres, written with its rows: it reads the
         # stream strictly in order from there. (A durable consumer would redeliver a killed
         # instance's unacknowledged messages after newer ones, behind the checkpoint.)
         while not ctx.stop.is_set():
-            start = await until_database_answers(ctx, sink.checkpoint) + 1
+            done = await until_database_answers(ctx, sink.checkpoint)
+            pipeline = Pipeline(done, commit)
             try:
-                await ctx.bus.follow(start, handle, stop=ctx.stop, batch=1024)
+                await ctx.bus.follow(done + 1, pipeline.handle, stop=ctx.stop, batch=1024)
+                await pipeline.drain()
             except Exception:
                 log.warning("projection stopped at a failure; resuming from the checkpoint", exc_info=True)
+                with contextlib.suppress(Exception):
+                    await pipeline.drain()
                 await asyncio.sleep(RETRY_SECONDS)
     finally:
         await pool.close()

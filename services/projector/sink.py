@@ -9,7 +9,7 @@ reasons) run in log order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
 from muster.bus import Delivery
@@ -179,6 +179,15 @@ class PostgresSink:
 
     async def apply(self, deliveries: list[Delivery]) -> int:
         """Project the deliveries not yet applied; returns how many were new."""
+        return await self.commit(Prepared(after=-1, deliveries=deliveries))
+
+    async def commit(self, batch: Prepared) -> int:
+        """Write a batch in one transaction with the checkpoint; returns how many messages were new.
+
+        A batch prepared against the checkpoint it finds is written as it is; otherwise (another
+        instance moved the checkpoint, or ``after`` is -1: not prepared) it is prepared again here, so
+        nothing is applied twice whatever was prepared where.
+        """
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO checkpoints (consumer, stream_seq) VALUES ($1, 0) ON CONFLICT DO NOTHING",
@@ -187,28 +196,50 @@ class PostgresSink:
             done = await conn.fetchval(
                 "SELECT stream_seq FROM checkpoints WHERE consumer = $1 FOR UPDATE", self.consumer
             )
-            ops: list[Op | PodChange] = []
-            touched: set[str] = set()
-            last = done
-            for d in sorted(deliveries, key=lambda d: d.seq):
-                if d.seq <= done:
-                    continue  # redelivered: already in the projection
-                more, jobs = convert(d.seq, d.subject, d.events, envelope_parts(d.data) if d.data else None)
-                ops.extend(more)
-                touched |= jobs
-                last = d.seq
-            if last == done:
+            if batch.after != done:
+                batch = prepare(batch.deliveries, done)
+            if batch.count == 0:
                 return 0
-            batch = plan(ops)
-            await write(conn, batch)
+            await write(conn, batch.plan)
             # A job with a pod the batch leaves bound (or releasing) is running, whatever its other pods
             # do: no need to count its pods. The others' status is derived from their pods' rows.
-            running = {change[0] for change in batch.pod_changes if change[2] in RUNNING_POD_STATUSES}
-            for statement, jobs in ((SET_RUNNING, running), (REDERIVE_JOB_STATUS, touched - running)):
+            running = {change[0] for change in batch.plan.pod_changes if change[2] in RUNNING_POD_STATUSES}
+            for statement, jobs in ((SET_RUNNING, running), (REDERIVE_JOB_STATUS, batch.touched - running)):
                 if jobs:
                     names = sorted(jobs)
-                    await conn.execute(statement, names, [name in batch.ran for name in names])
+                    await conn.execute(statement, names, [name in batch.plan.ran for name in names])
             await conn.execute(
-                "UPDATE checkpoints SET stream_seq = $2 WHERE consumer = $1", self.consumer, last
+                "UPDATE checkpoints SET stream_seq = $2 WHERE consumer = $1", self.consumer, batch.last
             )
-            return sum(1 for d in deliveries if d.seq > done)
+            return batch.count
+
+
+@dataclass
+class Prepared:
+    """A batch's writes, worked out against the checkpoint ``after`` (what is past it is new)."""
+
+    after: int
+    deliveries: list[Delivery]
+    plan: Plan = field(default_factory=lambda: plan([]))
+    touched: set[str] = field(default_factory=set)
+    """Jobs whose status follows from their pods again."""
+    last: int = 0
+    count: int = 0
+    """Messages past ``after``; 0: nothing to write."""
+
+
+def prepare(deliveries: list[Delivery], after: int) -> Prepared:
+    """Convert and plan the deliveries past stream position ``after`` (pure: no database)."""
+    ops: list[Op | PodChange] = []
+    touched: set[str] = set()
+    last, count = after, 0
+    for d in sorted(deliveries, key=lambda d: d.seq):
+        if d.seq <= after:
+            continue  # redelivered: already in the projection
+        more, jobs = convert(d.seq, d.subject, d.events, envelope_parts(d.data) if d.data else None)
+        ops.extend(more)
+        touched |= jobs
+        last, count = d.seq, count + 1
+    return Prepared(
+        after=after, deliveries=deliveries, plan=plan(ops), touched=touched, last=last, count=count
+    )
