@@ -372,27 +372,32 @@ def _charge(t, ctl, leaf, gpu, cpu, mem, non_preemptible):
 
 
 @njit(cache=True, inline="always")
+def _first_exceeded(anc, first, last, cap, used, req, j):
+    """(queue, resource) of the first ancestor anc[first:last] where job j's request would take ``used``
+    past ``cap`` (a limit, or a quota for non-preemptible jobs); (-1, -1) when none."""
+    for k in range(first, last):
+        q = anc[k]
+        for r in range(3):
+            c = cap[q, r]
+            if c != UNLIMITED and req[j, r] != 0 and used[q, r] + req[j, r] > c + EPS:
+                return q, r
+    return -1, -1
+
+
+@njit(cache=True, inline="always")
 def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
     """Try plain job j whole; returns False when its shape found no room for the first time (undone)."""
     leaf = jobs.leaf[j]
-    r0, r1, r2 = jobs.req[j, 0], jobs.req[j, 1], jobs.req[j, 2]
-    for k in range(t.anc_start[leaf], t.anc_start[leaf + 1]):
-        q = t.anc[k]
-        for r in range(3):
-            req = r0 if r == 0 else (r1 if r == 1 else r2)
-            limit = t.limit[q, r]
-            if limit != UNLIMITED and req != 0 and t.alloc[q, r] + req > limit + EPS:
-                _record(out, ctl, j, OVER_LIMIT, q, r, t.alloc[q, r])
-                return True
+    first, last = t.anc_start[leaf], t.anc_start[leaf + 1]
+    q, r = _first_exceeded(t.anc, first, last, t.limit, t.alloc, jobs.req, j)
+    if q >= 0:
+        _record(out, ctl, j, OVER_LIMIT, q, r, t.alloc[q, r])
+        return True
     if not jobs.preemptible[j]:
-        for k in range(t.anc_start[leaf], t.anc_start[leaf + 1]):
-            q = t.anc[k]
-            for r in range(3):
-                req = r0 if r == 0 else (r1 if r == 1 else r2)
-                quota = t.quota[q, r]
-                if quota != UNLIMITED and req != 0 and t.alloc_np[q, r] + req > quota + EPS:
-                    _record(out, ctl, j, OVER_QUOTA, q, r, t.alloc_np[q, r])
-                    return True
+        q, r = _first_exceeded(t.anc, first, last, t.quota, t.alloc_np, jobs.req, j)
+        if q >= 0:
+            _record(out, ctl, j, OVER_QUOTA, q, r, t.alloc_np[q, r])
+            return True
     s = jobs.shape[j]
     if shapes.failed[s]:
         _record(out, ctl, j, SHAPE_FAILED, -1, -1, 0.0)

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,17 +144,6 @@ def events(system: System) -> list[tuple[int, Event]]:
             await bus.close()
 
     return asyncio.run(read())
-
-
-def wait_for(predicate, timeout: float = 30.0, poll: float = 0.2, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(poll)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}")
 
 
 def read_json_lines(path: Path) -> list[dict]:

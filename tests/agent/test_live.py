@@ -14,7 +14,8 @@ from muster.agent import procs
 from muster.bus import NatsBus
 
 from services.allocator.actions import REGISTRY as ACTIONS
-from tests.agent.conftest import events, muster, queues, read_json_lines, wait_for
+from tests.agent.conftest import events, muster, queues, read_json_lines
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 

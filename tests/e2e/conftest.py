@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -47,18 +46,6 @@ def muster(system, *args: str, check: bool = True) -> subprocess.CompletedProces
 
 def status(system) -> dict:
     return json.loads(muster(system, "status", "--json").stdout)
-
-
-def wait_for(predicate, timeout: float = 30.0, poll: float = 0.2, what: str = "condition"):
-    """Poll until ``predicate()`` returns something truthy; fail with what was last seen."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(poll)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}")
 
 
 def run(coro):

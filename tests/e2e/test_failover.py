@@ -9,7 +9,8 @@ from muster.events import BindRequested, LeaderElected, PodBound
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
 
-from tests.e2e.conftest import SCENARIOS, SERVICE_ENV, log_of, muster, run, status, wait_for
+from tests.e2e.conftest import SCENARIOS, SERVICE_ENV, log_of, muster, run, status
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 

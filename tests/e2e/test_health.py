@@ -8,7 +8,8 @@ import urllib.request
 import pytest
 from muster.runtime.system import SERVICES
 
-from tests.e2e.conftest import SCENARIOS, muster, status, wait_for
+from tests.e2e.conftest import SCENARIOS, muster, status
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 

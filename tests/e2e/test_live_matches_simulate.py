@@ -14,7 +14,8 @@ from muster.runtime.settings import Settings
 from muster.runtime.system import SERVICES, running_system
 from muster.scenario import allocator_config, load_scenario
 
-from tests.e2e.conftest import SERVICE_ENV, muster, status, wait_for
+from tests.e2e.conftest import SERVICE_ENV, muster, status
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 

@@ -9,7 +9,8 @@ import pytest
 from muster.bus import NatsBus
 from muster.events import decode_envelope
 
-from tests.e2e.conftest import SCENARIOS, muster, run, status, wait_for
+from tests.e2e.conftest import SCENARIOS, muster, run, status
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 

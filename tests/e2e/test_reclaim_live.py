@@ -8,7 +8,8 @@ import pytest
 from muster.chaos.checks import double_binds, over_capacity
 from muster.events import EvictionRequested
 
-from tests.e2e.conftest import SCENARIOS, log_of, muster, run, status, wait_for
+from tests.e2e.conftest import SCENARIOS, log_of, muster, run, status
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tests.e2e.conftest import SCENARIOS, muster, status, wait_for
+from tests.e2e.conftest import SCENARIOS, muster, status
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 

@@ -238,28 +238,16 @@ def running_events(job: m.Job, group: ev.PodGroupCreated, nodes: dict[str, ev.No
     out: list[ev.Event] = []
     for index, entry in enumerate(job.running):
         node = nodes[entry.node]
-        share = gpu_share(pods[index].resources, node)
-        out.append(
-            ev.BindRequested(
-                job=job.name,
-                pod=index,
-                node=entry.node,
-                gpus=list(entry.gpus),
-                gpu_share=share,
-                pool=node.pool,
-            )
-        )
-        out.append(
-            ev.PodBound(
-                job=job.name,
-                pod=index,
-                node=entry.node,
-                gpus=list(entry.gpus),
-                gpu_share=share,
-                pool=node.pool,
-                at=job.started_at,
-            )
-        )
+        # the decision and its confirmation say the same placement
+        placed = {
+            "job": job.name,
+            "pod": index,
+            "node": entry.node,
+            "gpus": list(entry.gpus),
+            "gpu_share": gpu_share(pods[index].resources, node),
+            "pool": node.pool,
+        }
+        out += [ev.BindRequested(**placed), ev.PodBound(**placed, at=job.started_at)]
     return out
 
 
