@@ -35,7 +35,7 @@ from muster.bus import Delivery, NatsBus
 from muster.chaos.checks import check_log
 from muster.chaos.faults import KILL, KINDS, NATS_RESTART, PG_OUTAGE, Fault, plan_faults
 from muster.chaos.workload import fleet, jobs, queues
-from muster.replay import LoggedMessage, log_from_nats, replay
+from muster.replay import LoggedMessage, log_from_nats, replay, save_log
 from muster.runtime.embedded import EmbeddedNats, EmbeddedPostgres
 from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import System, running_system
@@ -158,43 +158,74 @@ async def _submit(client: Client, manifests: list[dict], window: float, tally: _
         await asyncio.sleep(max(0.0, gap - (time.monotonic() - start)))
 
 
-async def _projection_state(endpoints: Endpoints) -> dict | None:
-    """Jobs by status, jobs pending without reason, and the projector's checkpoint; None while unreachable."""
+@contextlib.asynccontextmanager
+async def _projection(endpoints: Endpoints):
+    """A connection to the live projection, or None while Postgres is unreachable."""
     try:
         conn = await asyncpg.connect(
             endpoints.pg_dsn, server_settings={"search_path": schema_for(endpoints.prefix)}, timeout=5
         )
     except (TimeoutError, OSError, asyncpg.PostgresError):
-        return None
+        yield None
+        return
     try:
-        row = await conn.fetchrow(
-            "SELECT count(*) AS total,"
-            " count(*) FILTER (WHERE status = 'running') AS running,"
-            " count(*) FILTER (WHERE status IN ('pending', 'preempted') AND reason IS NULL) AS unreasoned,"
-            " (SELECT max(stream_seq) FROM checkpoints WHERE consumer = 'projector') AS checkpoint"
-            " FROM jobs"
-        )
-        return dict(row)
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-        return None
+        yield conn
     finally:
         with contextlib.suppress(Exception):
             await conn.close()
 
 
+async def _projection_state(endpoints: Endpoints) -> dict | None:
+    """Jobs by status, jobs pending without reason, and the projector's checkpoint; None while unreachable."""
+    async with _projection(endpoints) as conn:
+        if conn is None:
+            return None
+        try:
+            row = await conn.fetchrow(
+                "SELECT count(*) AS total,"
+                " count(*) FILTER (WHERE status = 'running') AS running,"
+                " count(*) FILTER (WHERE status IN ('pending', 'preempted') AND reason IS NULL) AS unreasoned,"
+                " (SELECT max(stream_seq) FROM checkpoints WHERE consumer = 'projector') AS checkpoint"
+                " FROM jobs"
+            )
+            return dict(row)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return None
+
+
+async def _unsettled_jobs(endpoints: Endpoints, limit: int = 5) -> list[str]:
+    """A few jobs the projection holds as running or reasonless, with their pods: what kept a run from settling."""
+    async with _projection(endpoints) as conn:
+        if conn is None:
+            return []
+        rows = await conn.fetch(
+            "SELECT j.name, j.status, string_agg(p.idx || ':' || p.status, ' ' ORDER BY p.idx) AS pods"
+            " FROM jobs j JOIN pods p ON p.job = j.name"
+            " WHERE j.status = 'running' OR (j.status IN ('pending', 'preempted') AND j.reason IS NULL)"
+            " GROUP BY j.name, j.status ORDER BY j.name LIMIT $1",
+            limit,
+        )
+        return [f"unsettled in the projection: job {r['name']} {r['status']}, pods {r['pods']}" for r in rows]
+
+
 CALM_SECONDS = 10  # > MUSTER_LEASE_TTL (5 s) + a standby's start-up
 
 
-async def _settle(endpoints: Endpoints, bus: NatsBus, expected: int, timeout: float, say) -> bool:
-    """Wait until every job is projected, none runs, each pending one has a reason, and the projector is caught up."""
+async def _settle(endpoints: Endpoints, bus: NatsBus, expected: int, timeout: float, say) -> str | None:
+    """Wait until every job is projected, none runs, each pending one has a reason, and the projector is caught up.
+
+    None once settled; otherwise the last state seen, to say what never settled.
+    """
     deadline = time.monotonic() + timeout
     calm = 0
     last_report = 0.0
     previous = -1
+    seen = "Postgres never answered"
     while time.monotonic() < deadline:
         state = await _projection_state(endpoints)
         last = await _retry(bus.last_seq, say)
         if state is not None:
+            seen = f"{state} stream at {last}"
             settled = (
                 state["total"] >= expected
                 and state["running"] == 0
@@ -205,13 +236,13 @@ async def _settle(endpoints: Endpoints, bus: NatsBus, expected: int, timeout: fl
             calm = calm + 1 if settled else 0
             # Quiet for longer than a lease takes to lapse: a restarted allocator has had its chance.
             if calm >= CALM_SECONDS:
-                return True
+                return None
             if time.monotonic() - last_report > 5:
                 last_report = time.monotonic()
-                say(f"settling: {state} stream at {last}")
+                say(f"settling: {seen}")
         previous = last
         await asyncio.sleep(1.0)
-    return False
+    return seen
 
 
 async def _fresh_projection_differences(endpoints: Endpoints, log: list[LoggedMessage]) -> list[str]:
@@ -295,9 +326,12 @@ async def _drive(
             _submit(client, manifests, options.window, tally, say),
         )
         say("all faults done and jobs submitted; waiting for the system to settle")
-        settled = await _settle(endpoints, client.bus, options.jobs, options.settle_timeout, say)
-        if not settled:
-            result.violations.append(f"the system did not settle within {options.settle_timeout:g}s")
+        unsettled = await _settle(endpoints, client.bus, options.jobs, options.settle_timeout, say)
+        if unsettled is not None:
+            result.violations.append(
+                f"the system did not settle within {options.settle_timeout:g}s; last seen: {unsettled}"
+            )
+            result.violations += await _unsettled_jobs(endpoints)
         stop_watch.set()
         await watcher
         log = await log_from_nats(client.bus)
@@ -335,6 +369,10 @@ async def _drive(
         "projection mismatches": len(differences),
     }
     result.counts["violations"] = len(result.violations)
+    if result.violations and options.home is not None:
+        # A failed run's log, for `muster replay --log` and a closer look.
+        save_log(log, options.home / "chaos-log.jsonl")
+        say(f"log kept in {options.home / 'chaos-log.jsonl'}")
     return result
 
 
