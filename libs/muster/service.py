@@ -129,33 +129,12 @@ async def rebuild_then_consume(
     *,
     batch: int = 512,
     on_rebuilt: Callable[[], Awaitable[None]] | None = None,
-    inactive_threshold: float | None = None,
 ) -> None:
     """For services whose state is a fold of the log: rebuild it from the stream, then follow.
 
     ``handle(deliveries, live)`` sees every message on ``subjects`` exactly once
-    per process, in stream order: first the history (``live=False``), then new
-    messages through the durable consumer. Redelivered messages the rebuild
-    already folded in are skipped, so nothing is applied twice.
+    per process, in stream order: first the history (``live=False``), then, after
+    ``on_rebuilt()``, new messages (``live=True``). See ``NatsBus.fold``; undecodable
+    messages are dead-lettered under ``consumer``.
     """
-    rebuilt_to = 0
-    chunk: list = []
-    async for delivery in ctx.bus.read(subjects):
-        chunk.append(delivery)
-        rebuilt_to = delivery.seq
-        if len(chunk) >= batch:
-            await handle(chunk, False)
-            chunk = []
-    if chunk:
-        await handle(chunk, False)
-    if on_rebuilt is not None:
-        await on_rebuilt()
-
-    async def live(deliveries: list) -> None:
-        fresh = [d for d in deliveries if d.seq > rebuilt_to]
-        if fresh:
-            await handle(fresh, True)
-
-    await ctx.bus.consume(
-        consumer, subjects, live, stop=ctx.stop, batch=batch, inactive_threshold=inactive_threshold
-    )
+    await ctx.bus.fold(consumer, subjects, handle, stop=ctx.stop, batch=batch, on_caught_up=on_rebuilt)

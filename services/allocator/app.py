@@ -59,12 +59,12 @@ async def run(ctx: ServiceContext) -> None:
     # Every instance, leader or standby, folds the whole log: a standby's state is warm when it takes over.
     consumer = asyncio.create_task(
         rebuild_then_consume(
+            # Leader and standbys dead-letter under one name, so a bad message is lettered once.
             ctx,
-            f"allocator-{pool}-{instance}",
+            f"allocator-{pool}",
             consumed_subjects(ctx.subjects, pool),
             handlers.handle,
             on_rebuilt=on_rebuilt,
-            inactive_threshold=max(60.0, 10 * ttl),
         )
     )
     next_lease_check = 0.0

@@ -73,7 +73,6 @@ class MemoryBus:
         stop: asyncio.Event,
         batch: int = 256,
         max_attempts: int = 5,
-        inactive_threshold: float | None = None,
     ) -> None:
         while not stop.is_set():
             start = self._acked.get(name, 0)

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
@@ -30,6 +30,17 @@ MSG_ID = "Nats-Msg-Id"
 PUBLISH_PATIENCE = 60.0
 # The NATS server that multi-subject consumer filters arrived in.
 _MULTI_FILTER_VERSION = (2, 10)
+# Seconds between an ordered consumer's idle heartbeats; two missed ones (a server restart dropped
+# the consumer) make the client re-create it where it was.
+ORDERED_HEARTBEAT = 1.0
+# What a request to a server that is restarting (or not back yet) ends with: worth asking again.
+UNANSWERED = (
+    TimeoutError,
+    NatsTimeoutError,
+    NoRespondersError,
+    NoStreamResponseError,
+    ServiceUnavailableError,
+)
 
 
 class NatsLoginRefused(ConnectionError):
@@ -66,6 +77,35 @@ async def _next_batch(psub, batch: int) -> list:
         return first + await psub.fetch(batch - 1, timeout=0.005)
     except (TimeoutError, NatsTimeoutError):
         return first
+
+
+def _decoded(msg) -> Delivery:
+    """A message as a delivery; raises msgspec's errors when it does not decode."""
+    headers = dict(msg.headers or {})
+    return Delivery(
+        msg.subject,
+        msg.metadata.sequence.stream,
+        decode_envelope(msg.data),
+        headers,
+        context=telemetry.extract(headers),
+        data=msg.data,
+    )
+
+
+def _delivery(msg) -> Delivery | None:
+    try:
+        return _decoded(msg)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _lettered_by(consumer: str, data: bytes) -> list[int]:
+    """Stream positions a dead-letter message says ``consumer`` already dead-lettered."""
+    try:
+        events = decode_envelope(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return []
+    return [e.stream_seq for e in events if isinstance(e, DeadLettered) and e.service == consumer]
 
 
 class NatsBus:
@@ -129,7 +169,7 @@ class NatsBus:
             raise NatsLoginRefused(f"the NATS server at {_without_login(url)} refused {who}")
         nc = connecting.result()
         bus = cls(nc, subjects, service=service)
-        await bus.ensure_stream()
+        await bus._patiently(bus.ensure_stream)
         return bus
 
     async def close(self) -> None:
@@ -185,13 +225,7 @@ class NatsBus:
             try:
                 ack = await self.js.publish(subject, data, headers=headers)
                 return ack.seq
-            except (
-                TimeoutError,
-                NatsTimeoutError,
-                NoRespondersError,
-                NoStreamResponseError,
-                ServiceUnavailableError,
-            ):
+            except UNANSWERED:
                 if time.monotonic() + delay > deadline:
                     raise
                 log.warning("%s: publish to %s not acknowledged; sending it again", self.service, subject)
@@ -202,8 +236,20 @@ class NatsBus:
         info = await self.js.stream_info(self.subjects.stream)
         return info.state.last_seq
 
+    async def _patiently(self, what: Callable[[], Awaitable]):
+        """``what()``, asked again while the server does not answer (restarting), for ``publish_patience``."""
+        deadline = time.monotonic() + self.publish_patience
+        while True:
+            try:
+                return await what()
+            except UNANSWERED:
+                if time.monotonic() + 0.5 > deadline:
+                    raise
+                log.warning("%s: no answer from JetStream; asking again", self.service)
+                await asyncio.sleep(0.5)
+
     async def _bind(
-        self, name: str, subjects: Sequence[str], inactive_threshold: float | None = None, start_seq: int = 0
+        self, name: str, subjects: Sequence[str], start_seq: int = 0
     ) -> tuple[object, tuple[str, ...]]:
         """Create (or reuse) the durable consumer; returns it and the filter left to the client.
 
@@ -218,8 +264,6 @@ class NatsBus:
             # A killed consumer's unacknowledged messages come back after this long.
             ack_wait=10,
             max_ack_pending=20_000,
-            # Per-instance consumers (standby allocators) are removed by the server once unused.
-            inactive_threshold=inactive_threshold,
         )
         if len(subjects) == 1:
             config.filter_subject = subjects[0]
@@ -245,9 +289,8 @@ class NatsBus:
         stop: asyncio.Event,
         batch: int = 256,
         max_attempts: int = 5,
-        inactive_threshold: float | None = None,
     ) -> None:
-        psub, client_filter = await self._bind(name, subjects, inactive_threshold)
+        psub, client_filter = await self._patiently(lambda: self._bind(name, subjects))
         self.consuming.set()
         failures, last_seen = 0, 0
         while not stop.is_set():
@@ -263,7 +306,7 @@ class NatsBus:
                 )
                 await asyncio.sleep(0.5)
                 if failures % 6 == 0:
-                    psub = await self._rebind_if_lost(psub, name, subjects, inactive_threshold, last_seen + 1)
+                    psub = await self._rebind_if_lost(psub, name, subjects, last_seen + 1)
                 continue
             if msgs:
                 last_seen = max(last_seen, msgs[-1].metadata.sequence.stream)
@@ -280,7 +323,7 @@ class NatsBus:
             if deliveries:
                 await self._handle(name, deliveries, handler, max_attempts)
 
-    async def _rebind_if_lost(self, psub, name, subjects, inactive_threshold, start_seq: int):
+    async def _rebind_if_lost(self, psub, name, subjects, start_seq: int):
         """A consumer the server no longer has (lost in a restart, or expired) is made again where we were."""
         try:
             await self.js.consumer_info(self.subjects.stream, name)
@@ -289,7 +332,7 @@ class NatsBus:
             log.warning("%s: consumer lost; recreating it from stream sequence %d", name, start_seq)
             with contextlib.suppress(Exception):
                 await psub.unsubscribe()
-            rebound, _ = await self._bind(name, subjects, inactive_threshold, start_seq)
+            rebound, _ = await self._bind(name, subjects, start_seq)
             return rebound
         except Exception:  # JetStream itself is not back yet
             return psub
@@ -342,6 +385,42 @@ class NatsBus:
         event = DeadLettered(service=consumer, subject=subject, stream_seq=seq, error=error, data=data)
         await self.publish(self.subjects.deadletter, [event], msg_id=f"dead:{consumer}:{seq}")
 
+    async def _ordered_batches(
+        self, start_seq: int, *, stop: asyncio.Event, batch: int
+    ) -> AsyncIterator[list]:
+        """Raw messages from ``start_seq`` on, strictly in stream order, in batches of what is ready.
+
+        An ordered consumer: no acks, so nothing is redelivered out of order; a gap in
+        its delivery sequence (a message lost in a server restart) makes the client
+        re-create it after the last message seen, and a missed heartbeat does the same.
+        """
+        sub = await self._patiently(
+            lambda: self.js.subscribe(
+                self.subjects.all,
+                ordered_consumer=True,
+                idle_heartbeat=ORDERED_HEARTBEAT,
+                deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                config=api.ConsumerConfig(opt_start_seq=max(1, start_seq)),
+            )
+        )
+        try:
+            while not stop.is_set():
+                try:
+                    msgs = [await sub.next_msg(timeout=0.5)]
+                except (TimeoutError, NatsTimeoutError):
+                    continue
+                while len(msgs) < batch:
+                    try:
+                        msgs.append(await sub.next_msg(timeout=0.002))
+                    except (TimeoutError, NatsTimeoutError):
+                        break
+                if self.metrics is not None:
+                    self.metrics.lag.labels(self.service).set(msgs[-1].metadata.num_pending)
+                yield msgs
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
     async def follow(
         self,
         start_seq: int,
@@ -355,50 +434,79 @@ class NatsBus:
         For a reader that keeps its own position (the projector's checkpoint): an
         ordered consumer, no acks, nothing redelivered out of order. A handler error
         ends the call; the caller resumes from its position. Undecodable messages are
-        skipped here: the consumers that act on them dead-letter them.
+        skipped here: the services that fold them dead-letter them.
         """
-        sub = await self.js.subscribe(
-            self.subjects.all,
-            ordered_consumer=True,
-            deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-            config=api.ConsumerConfig(opt_start_seq=max(1, start_seq)),
-        )
         self.consuming.set()
-        try:
-            while not stop.is_set():
-                try:
-                    msgs = [await sub.next_msg(timeout=0.5)]
-                except (TimeoutError, NatsTimeoutError):
-                    continue
-                while len(msgs) < batch:
-                    try:
-                        msgs.append(await sub.next_msg(timeout=0.002))
-                    except (TimeoutError, NatsTimeoutError):
-                        break
-                deliveries = []
-                for msg in msgs:
-                    try:
-                        events = decode_envelope(msg.data)
-                    except (msgspec.DecodeError, msgspec.ValidationError):
-                        continue
-                    headers = dict(msg.headers or {})
-                    deliveries.append(
-                        Delivery(
-                            msg.subject,
-                            msg.metadata.sequence.stream,
-                            events,
-                            headers,
-                            context=telemetry.extract(headers),
-                            data=msg.data,
-                        )
-                    )
-                if self.metrics is not None:
-                    self.metrics.lag.labels(self.service).set(msgs[-1].metadata.num_pending)
+        async with contextlib.aclosing(self._ordered_batches(start_seq, stop=stop, batch=batch)) as batches:
+            async for msgs in batches:
+                deliveries = [d for d in map(_delivery, msgs) if d is not None]
                 if deliveries:
                     await handler(deliveries)
-        finally:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+
+    async def fold(
+        self,
+        name: str,
+        subjects: Sequence[str],
+        handler: Callable[[list[Delivery], bool], Awaitable[None]],
+        *,
+        stop: asyncio.Event,
+        batch: int = 512,
+        on_caught_up: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """For a service whose state is a fold of the log: every message on ``subjects``, once, in order.
+
+        ``handler(deliveries, live)`` sees the stream from its start: the history
+        up to the end the stream had when the call began (``live=False``), then
+        ``on_caught_up()``, then each new message (``live=True``), until ``stop``.
+        Nothing is acknowledged and nothing redelivered, so no message is applied
+        twice or out of order (a durable consumer redelivers what a restart or a
+        slow handler left unacknowledged, after later messages). A handler error
+        ends the call: the state may be half-applied, and a restarted service
+        rebuilds it from the log.
+
+        Messages on ``subjects`` that do not decode are dead-lettered under
+        ``name``, once: those of the history only if no earlier run already did.
+        """
+        end = await self._patiently(self.last_seq)
+        live = False
+        lettered: set[int] = set()
+        unlettered: list = []
+
+        async def catch_up() -> None:
+            nonlocal live
+            for msg, error in unlettered:
+                if msg.metadata.sequence.stream not in lettered:
+                    await self.dead_letter(name, msg.subject, msg.metadata.sequence.stream, error, msg.data)
+            unlettered.clear()
+            live = True
+            self.consuming.set()
+            if on_caught_up is not None:
+                await on_caught_up()
+
+        if end == 0:
+            await catch_up()
+        async with contextlib.aclosing(self._ordered_batches(1, stop=stop, batch=batch)) as batches:
+            async for msgs in batches:
+                ready: list[Delivery] = []
+                for msg in msgs:
+                    seq = msg.metadata.sequence.stream
+                    if msg.subject == self.subjects.deadletter and not live:
+                        lettered.update(_lettered_by(name, msg.data))
+                    if any(subject_matches(p, msg.subject) for p in subjects):
+                        try:
+                            ready.append(_decoded(msg))
+                        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                            if live:
+                                await self.dead_letter(name, msg.subject, seq, str(exc), msg.data)
+                            else:
+                                unlettered.append((msg, str(exc)))
+                    if not live and (seq >= end or msg.metadata.num_pending == 0):
+                        if ready:
+                            await handler(ready, False)
+                            ready = []
+                        await catch_up()
+                if ready:
+                    await handler(ready, live)
 
     async def read(self, subjects: Sequence[str] = (), *, start_seq: int = 1) -> AsyncIterator[Delivery]:
         """Every message from ``start_seq`` to the stream's current end, in order (for replay and audits)."""
