@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from muster import telemetry
@@ -25,6 +26,9 @@ class BinderHandlers:
         self.traces = telemetry.JobContexts()
         self.fence = EpochFence()
         self.to_reject: dict[tuple[str, int, int], BindRequested] = {}
+        # Confirmations go out in the order the fleet made them: a bind's PodBound before the
+        # PodCompleted a later tick finds due, even while one of them waits out a server restart.
+        self._confirming = asyncio.Lock()
 
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
         for delivery in deliveries:
@@ -33,8 +37,7 @@ class BinderHandlers:
             self.traces.note(delivery.events, delivery.context)
             self.applied_seq = delivery.seq
         if live:
-            context = deliveries[-1].context
-            await self._publish(self._rejections() + self.fleet.step(self.clock()), context)
+            await self._confirm(deliveries[-1].context)
 
     def _fold(self, event: Event) -> None:
         self.fence.admit(event)
@@ -59,7 +62,11 @@ class BinderHandlers:
 
     async def tick(self) -> None:
         """Confirm what time alone makes due (completions of pods with a duration)."""
-        await self._publish(self._rejections() + self.fleet.step(self.clock()), None)
+        await self._confirm(None)
+
+    async def _confirm(self, context) -> None:
+        async with self._confirming:
+            await self._publish(self._rejections() + self.fleet.step(self.clock()), context)
 
     async def _publish(self, confirmations: list[Event], context) -> None:
         by_pool: dict[str, list[Event]] = {}
