@@ -4,12 +4,13 @@ The simulator and the live binder's sim backend share it. ``apply`` reads
 events from the log (nodes, pod groups, decisions, and confirmations,
 including its own); ``step(clock)`` returns the confirmations now due:
 
-1. ``PodEvicted`` for every requested eviction (in simulation an evicted
-   pod releases its resources at once);
-2. ``PodBound`` (``at=clock``) or ``BindFailed`` for every requested bind,
-   in request order, so pipelined binds land after the evictions they wait
-   for; a bind that would over-commit a node or a device fails, always;
-3. ``PodCompleted`` for every pod whose job's ``duration`` of run time has
+1. for every requested eviction and bind, in the order they were requested
+   (a pipelined bind after the evictions it waits for, an eviction after the
+   bind of the pod it evicts): ``PodEvicted`` (in simulation an evicted pod
+   releases its resources at once; a pod not running is evicted too, one
+   that finished is not), ``PodBound`` (``at=clock``) or ``BindFailed``; a
+   bind that would over-commit a node or a device fails, always;
+2. ``PodCompleted`` for every pod whose job's ``duration`` of run time has
    passed, in order of due time, job, pod.
 
 A pod is ``(job, index)``; the index runs over the job's pod specs
@@ -25,6 +26,7 @@ from muster import events as ev
 from muster.agent.plan import is_agent_node
 
 _EPS = 1e-9
+_BIND, _EVICT = "bind", "evict"
 
 PodKey = tuple[str, int]
 
@@ -94,8 +96,10 @@ class SimFleet:
         self._nodes: dict[str, _Node] = {}
         self._jobs: dict[str, _Job] = {}
         self._bound: dict[PodKey, BoundPod] = {}
-        self._binds: dict[PodKey, ev.BindRequested] = {}
-        self._evictions: dict[PodKey, None] = {}
+        # Requested binds and evictions not acted on yet, in the order they were requested: an eviction
+        # of a pod whose bind is still waiting (both arrived in one read) must follow that bind.
+        # None: an eviction of the fleet's own making (its node or job went away).
+        self._requests: dict[tuple[str, PodKey], ev.BindRequested | ev.EvictionRequested | None] = {}
         # (due time, pod, start) of every running pod with a duration: completions without a scan.
         self._due: list[tuple[float, PodKey, float]] = []
         self._agent_nodes: set[str] = set()
@@ -111,10 +115,10 @@ class SimFleet:
             # What every pod brings comes first: a match tries its cases in order.
             case ev.BindRequested():
                 if event.node not in self._agent_nodes:  # `muster agent` answers for its own node's pods
-                    self._binds[(event.job, event.pod)] = event
+                    self._requests[(_BIND, (event.job, event.pod))] = event
             case ev.PodBound():
                 key = (event.job, event.pod)
-                self._binds.pop(key, None)
+                self._requests.pop((_BIND, key), None)
                 if key not in self._bound and event.node in self._nodes:
                     request = self._request(event.job, event.pod) or ev.Resources()
                     node = self._nodes[event.node]
@@ -134,20 +138,20 @@ class SimFleet:
                 if name in self._nodes:
                     self._nodes[name].removed = True
                     for key in self._pods_on(name):
-                        self._evictions[key] = None
+                        self._requests[(_EVICT, key)] = None
             case ev.PodGroupDeleted(name=name):
                 for key in sorted(self._bound):
                     if key[0] == name:
-                        self._evictions[key] = None
-                for key in [k for k in self._binds if k[0] == name]:
-                    del self._binds[key]
+                        self._requests[(_EVICT, key)] = None
+                for request in [r for r in self._requests if r[0] == _BIND and r[1][0] == name]:
+                    del self._requests[request]
             case ev.EvictionRequested():
-                self._evictions[(event.job, event.pod)] = None
+                self._requests[(_EVICT, (event.job, event.pod))] = event
             case ev.BindFailed():
-                self._binds.pop((event.job, event.pod), None)
+                self._requests.pop((_BIND, (event.job, event.pod)), None)
             case ev.PodEvicted() | ev.PodCompleted() | ev.PodFailed():
                 key = (event.job, event.pod)
-                self._evictions.pop(key, None)
+                self._requests.pop((_EVICT, key), None)
                 self._release(key)
                 if not isinstance(event, ev.PodEvicted):
                     self._finished.setdefault(event.job, set()).add(event.pod)
@@ -159,15 +163,19 @@ class SimFleet:
     def step(self, clock: float) -> list[ev.Event]:
         """The confirmations due at ``clock``; the fleet's state moves with them."""
         out: list[ev.Event] = []
-        for key in list(self._evictions):
-            del self._evictions[key]
+        for (kind, key), request in list(self._requests.items()):
+            del self._requests[(kind, key)]
+            if kind == _BIND:
+                out += self._bind(request, clock)
+                continue
             pod = self._bound.get(key)
             if pod is not None:
                 self._release(key)
                 out.append(ev.PodEvicted(job=key[0], pod=key[1], node=pod.node, pool=self._pool(pod.node)))
-        for key, bind in list(self._binds.items()):
-            del self._binds[key]
-            out += self._bind(bind, clock)
+            elif request is not None and key[1] not in self._finished.get(key[0], ()):
+                # Not running (its bind failed, or the allocator decided before reading that): evicted
+                # all the same, so the eviction is answered and the pod is no longer held as releasing.
+                out.append(ev.PodEvicted(job=key[0], pod=key[1], node=request.node, pool=request.pool))
         while self._due and self._due[0][0] <= clock + _EPS:
             _, key, started = heapq.heappop(self._due)
             pod = self._bound.get(key)
@@ -191,7 +199,7 @@ class SimFleet:
 
     def has_work(self) -> bool:
         """Whether binds or evictions wait for the next ``step``."""
-        return bool(self._binds or self._evictions)
+        return bool(self._requests)
 
     # -- internals ---------------------------------------------------------
 

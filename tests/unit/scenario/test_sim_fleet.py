@@ -210,3 +210,44 @@ def test_a_job_submitted_again_under_a_finished_jobs_name_binds_afresh():
     f.apply(group("a", WHOLE))
     f.apply(bind("a", gpus=[0]))
     assert [type(e) for e in confirm(f, clock=2.0)] == [ev.PodBound]
+
+
+def test_an_eviction_read_together_with_the_bind_of_its_pod_follows_that_bind():
+    # The binder read both in one batch: the pod is bound, then evicted, and the pod
+    # pipelined onto its device binds once it is gone.
+    f = fleet(
+        node(gpu=1),
+        group("a", WHOLE),
+        group("b", WHOLE),
+        bind("a", gpus=[0]),
+        ev.EvictionRequested(job="a", pod=0, node="node-a"),
+        bind("b", gpus=[0], pipelined=True),
+    )
+    out = confirm(f)
+    assert [(type(e).__name__, e.job) for e in out] == [
+        ("PodBound", "a"),
+        ("PodEvicted", "a"),
+        ("PodBound", "b"),
+    ]
+    assert [p.job for p in f.bound()] == ["b"]
+
+
+def test_an_eviction_of_a_pod_that_is_not_running_is_answered_all_the_same():
+    # Its bind failed; the allocator decided to evict it before reading that.
+    f = fleet(node(gpu=1), group("a", WHOLE), group("b", WHOLE), bind("a", gpus=[0]))
+    confirm(f)
+    f.apply(bind("b", gpus=[0]))
+    (failed,) = confirm(f)
+    assert isinstance(failed, ev.BindFailed)
+    f.apply(ev.EvictionRequested(job="b", pod=0, node="node-a", action="reclaim"))
+    assert confirm(f) == [ev.PodEvicted(job="b", pod=0, node="node-a")]
+    assert [p.job for p in f.bound()] == ["a"]
+
+
+def test_an_eviction_of_a_pod_that_finished_is_not_answered():
+    f = fleet(node(gpu=1), group("a", WHOLE, duration=1.0), bind("a", gpus=[0]))
+    confirm(f, clock=0.0)
+    (done,) = confirm(f, clock=2.0)
+    assert isinstance(done, ev.PodCompleted)
+    f.apply(ev.EvictionRequested(job="a", pod=0, node="node-a", action="reclaim"))
+    assert confirm(f, clock=3.0) == []
