@@ -44,6 +44,11 @@ class Op(NamedTuple):
     args: tuple
 
 
+# A pod that completed or failed is done for good: what the log says of it afterwards (a decision made
+# before the allocator read the completion, the binder's refusal to bind it) changes nothing.
+FINISHED_POD_STATUSES = ("completed", "failed")
+
+
 class PodChange(NamedTuple):
     """A pod's new status, and where it is when the event says so.
 
@@ -58,7 +63,11 @@ class PodChange(NamedTuple):
     placement: tuple[str | None, list[int], float] | None = None
 
     def then(self, later: PodChange) -> PodChange:
-        """This change followed by ``later``: later wins, but keeps a placement it does not state."""
+        """This change followed by ``later``: later wins, but keeps a placement it does not state.
+
+        A pod that finished stays finished (see FINISHED_POD_STATUSES)."""
+        if self.status in FINISHED_POD_STATUSES:
+            return self
         return (
             later
             if later.placement is not None

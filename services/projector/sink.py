@@ -93,6 +93,7 @@ _MERGE_CHANGES = (
     " gpus = CASE WHEN s.placed THEN s.gpus ELSE p.gpus END,"
     " gpu_share = CASE WHEN s.placed THEN s.gpu_share ELSE p.gpu_share END, updated_seq = s.updated_seq"
     " FROM stage_pod_changes s WHERE p.job = s.job AND p.idx = s.idx"
+    f" AND p.status NOT IN ({', '.join(repr(status) for status in c.FINISHED_POD_STATUSES)})"
 )
 
 
@@ -139,8 +140,8 @@ def plan(ops: list[Op | PodChange]) -> Plan:
     return p
 
 
-async def write(conn: asyncpg.Connection, p: Plan) -> None:
-    """Execute a plan inside the caller's transaction."""
+async def write(conn: asyncpg.Connection, p: Plan) -> set[str]:
+    """Execute a plan inside the caller's transaction; returns the jobs it leaves a pod running of."""
     for sql, rows in p.appends.items():
         table, columns = _APPEND[sql]
         await conn.copy_records_to_table(table, records=rows, columns=columns)
@@ -159,7 +160,10 @@ async def write(conn: asyncpg.Connection, p: Plan) -> None:
         await conn.executemany(c.GROUPED_WORKLOAD, list(p.workloads_grouped.values()))
     if p.pod_changes:
         await conn.copy_records_to_table("stage_pod_changes", records=p.pod_changes, columns=_CHANGE_COLUMNS)
-        await conn.execute(_MERGE_CHANGES)
+        # Only the changes that applied count: one to a finished pod does not.
+        changed = await conn.fetch(_MERGE_CHANGES + " RETURNING p.job, p.status")
+        return {job for job, status in changed if status in RUNNING_POD_STATUSES}
+    return set()
 
 
 class PostgresSink:
@@ -200,10 +204,9 @@ class PostgresSink:
                 batch = prepare(batch.deliveries, done)
             if batch.count == 0:
                 return 0
-            await write(conn, batch.plan)
             # A job with a pod the batch leaves bound (or releasing) is running, whatever its other pods
             # do: no need to count its pods. The others' status is derived from their pods' rows.
-            running = {change[0] for change in batch.plan.pod_changes if change[2] in RUNNING_POD_STATUSES}
+            running = await write(conn, batch.plan)
             for statement, jobs in ((SET_RUNNING, running), (REDERIVE_JOB_STATUS, batch.touched - running)):
                 if jobs:
                     names = sorted(jobs)

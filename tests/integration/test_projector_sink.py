@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from muster.bus import Delivery
 from muster.events import (
+    BindFailed,
     BindRequested,
+    EvictionRequested,
     PodBound,
     PodCompleted,
     PodEvicted,
@@ -116,3 +118,45 @@ async def test_jobs_changed_in_one_batch_each_get_the_status_their_own_pods_give
         "done": ("completed", True),
         "never": ("pending", False),
     }
+
+
+def after_completion(first_seq: int) -> list[Delivery]:
+    """What the log may still say of pods that completed: an eviction the allocator decided before it
+    read the completion, and the binder's refusal of a move's bind for a finished pod."""
+    return [
+        Delivery(
+            "muster.decisions.default",
+            first_seq,
+            [EvictionRequested(job="train", pod=i, node="n", action="reclaim") for i in range(2)]
+            + [BindRequested(job="train", pod=0, node="m", gpus=[0], pipelined=True)],
+        ),
+        Delivery(
+            "muster.pods.default",
+            first_seq + 1,
+            [BindFailed(job="train", pod=0, node="m", reason="finished")],
+        ),
+    ]
+
+
+def completed() -> Delivery:
+    return Delivery("muster.pods.default", 4, [PodCompleted(job="train", pod=i, node="n") for i in range(2)])
+
+
+async def pod_and_job_statuses(pool) -> tuple[list[str], str]:
+    async with pool.acquire() as conn:
+        pods = [
+            r["status"] for r in await conn.fetch("SELECT status FROM pods WHERE job = 'train' ORDER BY idx")
+        ]
+        return pods, await conn.fetchval("SELECT status FROM jobs WHERE name = 'train'")
+
+
+async def test_a_completed_pod_stays_completed_whatever_later_messages_say_of_it(pg_pool):
+    sink = PostgresSink(pg_pool)
+    await sink.apply([*history(), completed()])
+    await sink.apply(after_completion(5))
+    assert await pod_and_job_statuses(pg_pool) == (["completed", "completed"], "completed")
+
+
+async def test_a_completed_pod_stays_completed_when_later_messages_come_in_the_same_batch(pg_pool):
+    await PostgresSink(pg_pool).apply([*history(), completed(), *after_completion(5)])
+    assert await pod_and_job_statuses(pg_pool) == (["completed", "completed"], "completed")
