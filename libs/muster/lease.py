@@ -23,6 +23,8 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from muster.bus.nats import UNANSWERED
+
 
 class LeaseRecord(msgspec.Struct, frozen=True):
     holder: str
@@ -58,16 +60,22 @@ class Lease:
         self.ttl = ttl
         self.clock = clock
         self.held: Held | None = None
+        self.expires = 0.0
+        """When the lease this holder last wrote lapses."""
 
     def _value(self, epoch: int) -> bytes:
-        return msgspec.json.encode(LeaseRecord(self.holder, epoch, self.clock() + self.ttl))
+        self.expires = self.clock() + self.ttl
+        return msgspec.json.encode(LeaseRecord(self.holder, epoch, self.expires))
 
     async def acquire(self) -> Held | None:
-        """Take the lease if nobody holds it (or its holder let it lapse); None if someone does."""
+        """Take the lease if nobody holds it (or its holder let it lapse); None if someone does,
+        or the server does not answer (it may be restarting)."""
         try:
             entry = await self.kv.get(self.key)
         except KeyNotFoundError:
             entry = None
+        except UNANSWERED:
+            return None
         try:
             if entry is None or entry.value is None:
                 revision = await self.kv.create(self.key, self._value(1))
@@ -78,8 +86,8 @@ class Lease:
                 return None
             epoch = record.epoch + 1
             revision = await self.kv.update(self.key, self._value(epoch), last=entry.revision)
-        except (KeyWrongLastSequenceError, msgspec.DecodeError):
-            return None  # another standby won the race, or the record is unreadable: try later
+        except (KeyWrongLastSequenceError, msgspec.DecodeError, *UNANSWERED):
+            return None  # another standby won the race, the record is unreadable, or no answer: try later
         except Exception as exc:  # create() on an existing key reports it as an API error
             if "wrong last sequence" in str(exc).lower() or "key exists" in str(exc).lower():
                 return None
@@ -88,15 +96,24 @@ class Lease:
         return self.held
 
     async def renew(self) -> bool:
-        """Extend the lease; False means it was lost (someone else holds a newer epoch)."""
+        """Extend the lease; False means it was lost (someone else holds a newer epoch), or it
+        lapsed while the server did not answer (then nobody can tell who holds it)."""
         if self.held is None:
             return False
+        expires = self.expires
         try:
             self.held.revision = await self.kv.update(
                 self.key, self._value(self.held.epoch), last=self.held.revision
             )
             return True
         except KeyWrongLastSequenceError:
+            self.held = None
+            return False
+        except UNANSWERED:
+            # A server restart is no reason to give up a lease that has not lapsed yet.
+            self.expires = expires
+            if self.clock() < expires:
+                return True
             self.held = None
             return False
 
