@@ -1,4 +1,4 @@
-"""The fault suite, bounded for CI: 300 jobs, each service killed once, NATS restarted, Postgres down 5 s."""
+"""The fault suite, bounded for CI: 300 jobs, each service killed once, NATS restarted thrice, Postgres down 5 s."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ def test_a_loaded_system_survives_kills_and_server_restarts_with_a_sound_log(tmp
         min_duration=0.5,
         max_duration=2.0,
         settle_timeout=240.0,
+        nats_restarts=3,
         home=tmp_path,
     )
     result = run_chaos(options, verbose=False)
     assert result.ok, render(result)
     counts = result.counts
-    assert (counts["kills"], counts["nats restarts"], counts["postgres outages"]) == (5, 1, 1)
+    assert (counts["kills"], counts["nats restarts"], counts["postgres outages"]) == (5, 3, 1)
     assert counts["jobs"] == 300 and counts["binds"] >= 300 and counts["replay divergences"] == 0

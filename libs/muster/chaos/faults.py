@@ -2,7 +2,7 @@
 
 The plan is data, made before the run: each service is killed (SIGKILL)
 once and restarted after a short while, the NATS server is restarted once
-and Postgres is stopped once for ``pg_outage`` seconds, in an order and at
+(or as often as asked) and Postgres is stopped once for ``pg_outage`` seconds, in an order and at
 times a seeded generator chooses. Faults run one after another; one that
 falls due while the previous is still in progress waits for it.
 """
@@ -41,9 +41,13 @@ def plan_faults(
     window: float,
     pg_outage: float,
     kills_per_service: int = 1,
+    nats_restarts: int = 1,
     kinds: tuple[str, ...] = KINDS,
 ) -> list[Fault]:
-    """Every fault of one run, in time order, spread over ``window`` seconds; only ``kinds`` of faults."""
+    """Every fault of one run, in time order, spread over ``window`` seconds; only ``kinds`` of faults.
+
+    ``nats_restarts``: how many times the NATS server is restarted (each message in flight at a
+    restart is a chance to lose a delivery, an acknowledgement or a reply)."""
     if window <= 0:
         raise ValueError(f"window: must be positive, got {window}")
     unknown = sorted(set(kinds) - set(KINDS))
@@ -51,7 +55,8 @@ def plan_faults(
         raise ValueError(f"kinds: unknown fault kinds {unknown}; known: {list(KINDS)}")
     rng = random.Random(seed)
     faults = [(KILL, name) for name in services for _ in range(kills_per_service)] if KILL in kinds else []
-    faults += [(kind, "") for kind in (NATS_RESTART, PG_OUTAGE) if kind in kinds]
+    faults += [(NATS_RESTART, "")] * nats_restarts if NATS_RESTART in kinds else []
+    faults += [(PG_OUTAGE, "")] if PG_OUTAGE in kinds else []
     if not faults:
         return []
     rng.shuffle(faults)

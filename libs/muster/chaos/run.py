@@ -61,6 +61,7 @@ class ChaosOptions:
     min_duration: float = 1.0
     max_duration: float = 4.0
     settle_timeout: float = 600.0
+    nats_restarts: int = 1
     faults: tuple[str, ...] = KINDS
     home: Path | None = None
 
@@ -307,7 +308,12 @@ async def _drive(
         options.jobs, options.seed, min_duration=options.min_duration, max_duration=options.max_duration
     )
     plan = plan_faults(
-        options.seed, SERVICES, window=options.window, pg_outage=options.pg_outage, kinds=options.faults
+        options.seed,
+        SERVICES,
+        window=options.window,
+        pg_outage=options.pg_outage,
+        nats_restarts=options.nats_restarts,
+        kinds=options.faults,
     )
     result.faults = [f.describe() for f in plan]
     client = await Client.connect(endpoints)
@@ -416,6 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pg-outage", type=float, default=d.pg_outage, help="seconds Postgres is down")
     p.add_argument("--settle-timeout", type=float, default=d.settle_timeout)
     p.add_argument(
+        "--nats-restarts",
+        type=int,
+        default=d.nats_restarts,
+        help="times NATS is restarted (default %(default)s)",
+    )
+    p.add_argument(
         "--faults",
         default=",".join(KINDS),
         help="which kinds of fault to inject, comma-separated (default %(default)s)",
@@ -428,9 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for name in ("jobs", "nodes"):
+    for name in ("jobs", "nodes", "nats_restarts"):
         if getattr(args, name) < 1:
-            print(f"--{name}: must be at least 1", file=sys.stderr)
+            print(f"--{name.replace('_', '-')}: must be at least 1", file=sys.stderr)
             return 2
     unknown = sorted(set(args.faults.split(",")) - set(KINDS) - {""})
     if unknown:
@@ -443,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         window=args.window,
         pg_outage=args.pg_outage,
         settle_timeout=args.settle_timeout,
+        nats_restarts=args.nats_restarts,
         faults=tuple(k for k in args.faults.split(",") if k),
         home=args.home,
     )
