@@ -15,6 +15,10 @@ def test_e2e_bench_binds_every_pod_and_reports_rate_and_latency():
     doc = run_e2e(20, 200, rate=500.0)
     assert doc["bound"] == doc["pods"] == 200 and doc["nodes"] == 20 and doc["offered_rate"] == 500.0
     assert doc["binds_per_second"] > 0
+    # the contract's window ends at the last confirmation; the projection may still be catching up then
+    assert 0 < doc["confirmed_seconds"] <= doc["total_seconds"]
+    assert doc["binds_per_second"] == pytest.approx(200 / doc["confirmed_seconds"], rel=0.01)
+    assert doc["binds_per_second_until_projected"] == pytest.approx(200 / doc["total_seconds"], rel=0.01)
     assert 0 < doc["latency_ms"]["p50"] <= doc["latency_ms"]["p99"]
     # where the CPU went: every service, the servers, and the rest of the machine
     cpu = doc["cpu_seconds"]
