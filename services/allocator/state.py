@@ -46,6 +46,9 @@ STATE_NAMES = ("pending", "binding", "pipelined", "bound", "releasing", "complet
 HOLDING = (BINDING, PIPELINED, BOUND)
 ALLOCATED = (BINDING, BOUND)
 ACTIVE = (BINDING, PIPELINED, BOUND)
+# What _count keys a pod's state on (allocated, pending, completed, active): between two states of one
+# class, a transition leaves every sum and counter as it was.
+_COUNT_CLASS = {PENDING: 0, BINDING: 1, BOUND: 1, PIPELINED: 2, RELEASING: 3, COMPLETED: 4}
 
 # columns of a queue's running sums
 A_GPU, A_CPU, A_MEM, NP_GPU, NP_CPU, NP_MEM, R_GPU, R_CPU, R_MEM, R_GPU_MEM, R_PODS = range(11)
@@ -390,9 +393,20 @@ class ClusterState:
 
     def _transition(self, job: Job, i: int, new: int, at: float | None = None) -> None:
         old = job.state[i]
-        self._count(job, i, old, -1)
         job.state[i] = new
-        self._count(job, i, new, +1)
+        # Binding -> bound, the step every pod takes, stays in one class: no sum, counter or set moves.
+        if _COUNT_CLASS[old] != _COUNT_CLASS[new]:
+            self._count(job, i, old, -1)
+            self._count(job, i, new, +1)
+            self._track(job)
+        if old == BOUND and new != BOUND:
+            if at is None:
+                at = self.clock if self.clock is not None else job.bound_at[i]
+            self._close_usage(job, i, at)
+        self.version += 1
+
+    def _track(self, job: Job) -> None:
+        """Keep the pending and stale-candidate sets in step with the job's counters."""
         if job.n_pending > 0:
             if job.name not in self.pending_jobs:
                 self.pending_jobs.add(job.name)
@@ -405,11 +419,6 @@ class ClusterState:
         else:
             self.stale_candidates.discard(job.name)
             self.stale_since.pop(job.name, None)
-        if old == BOUND and new != BOUND:
-            if at is None:
-                at = self.clock if self.clock is not None else job.bound_at[i]
-            self._close_usage(job, i, at)
-        self.version += 1
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -432,7 +441,7 @@ class ClusterState:
                 if job.state[event.pod] in (BINDING, PIPELINED):
                     if job.state[event.pod] == PIPELINED:
                         self._transition(job, event.pod, BINDING)
-                    was_running = any(s == BOUND for s in job.state)
+                    was_running = BOUND in job.state
                     job.bound_at[event.pod] = event.at
                     self._transition(job, event.pod, BOUND)
                     job.ever_ran = True
@@ -613,17 +622,22 @@ class ClusterState:
         node = self.nodes.get(node_name)
         req = job.pods[i]
         job.node[i] = node.slot if node is not None else -1
-        job.gpus[i] = tuple(int(g) for g in gpus)
-        dev_mem = node.spec.resources.gpu_memory if node is not None else 0
-        if req.kind == pl.FRACTION:
-            job.share[i] = share or req.share
-        elif req.kind == pl.MEMORY:
-            job.share[i] = share or (req.gpu_memory / dev_mem if dev_mem else 0.0)
-        else:
+        job.gpus[i] = tuple(gpus)  # ints: the event's schema says so
+        if req.kind == pl.WHOLE:
             job.share[i] = 0.0
-        job.acct[i] = (gpu_accounting(req, dev_mem), req.cpu, req.memory)
-        self._hold(job, i, +1, pl.D_USED)
-        self._frac_mark(job, i, +1)
+            job.acct[i] = (req.gpu, req.cpu, req.memory)
+            self._hold(job, i, +1, pl.D_USED)
+        else:
+            dev_mem = node.spec.resources.gpu_memory if node is not None else 0
+            if req.kind == pl.FRACTION:
+                job.share[i] = share or req.share
+            elif req.kind == pl.MEMORY:
+                job.share[i] = share or (req.gpu_memory / dev_mem if dev_mem else 0.0)
+            else:
+                job.share[i] = 0.0
+            job.acct[i] = (gpu_accounting(req, dev_mem), req.cpu, req.memory)
+            self._hold(job, i, +1, pl.D_USED)
+            self._frac_mark(job, i, +1)
         self._transition(job, i, PIPELINED if pipelined else BINDING)
 
     def _record_move(self, job: Job, i: int, node_name: str, gpus: list[int], share: float) -> None:
