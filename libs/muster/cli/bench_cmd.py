@@ -145,7 +145,7 @@ def _e2e_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
     else:
-        _print_rows("e2e", [doc])
+        _print_fields("e2e", doc)
     return OK
 
 
@@ -288,6 +288,29 @@ def _print_rows(name: str, rows: list[dict]) -> None:
     for r in rows:
         table.add_row(*(str(r.get(c, "")) for c in cols))
     Console().print(table)
+
+
+def _print_fields(name: str, doc: dict) -> None:
+    """One result as a field / value table; nested values (latency, CPU per process) as dotted fields."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=name)
+    table.add_column("field")
+    table.add_column("value", justify="right")
+    for field, value in _flat(doc):
+        table.add_row(field, str(value))
+    Console().print(table)
+
+
+def _flat(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            out += _flat(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
 
 
 # ------------------------------------------------------------------ wiring
