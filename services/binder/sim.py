@@ -20,7 +20,9 @@ expanded in order.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from muster import events as ev
 from muster.agent.plan import is_agent_node
@@ -68,9 +70,14 @@ class BoundPod:
 _GONE = BoundPod(job="", pod=-1, node="", gpus=(), share=0.0, request=ev.Resources(), started=float("nan"))
 
 
+# What one pod asks for, and whether it takes part of one device (``is_shared``), worked out once
+# per pod spec: binds ask it of every pod.
+_PodRequest = tuple[ev.Resources, bool]
+
+
 @dataclass(frozen=True)
 class _Job:
-    pods: tuple[ev.Resources, ...]
+    pods: tuple[_PodRequest, ...]
     duration: float | None
 
 
@@ -106,65 +113,102 @@ class SimFleet:
         # Pods that completed or failed, by job: they are done and never bound again (a move's pipelined
         # bind can still arrive for a pod that finished before its eviction did).
         self._finished: dict[str, set[int]] = {}
+        # The event types the fleet reads, each with its handler. `apply` finds the handler with one
+        # lookup by exact type (trying isinstance case by case costs more than the handling itself);
+        # other types, subclasses included, are resolved once from this list and remembered.
+        self._readers: tuple[tuple[type, Callable[[Any], None]], ...] = (
+            (ev.BindRequested, self._on_bind_requested),
+            (ev.PodBound, self._on_pod_bound),
+            (ev.PodGroupCreated, self._on_group_created),
+            (ev.NodeRegistered, self._on_node),
+            (ev.NodeUpdated, self._on_node),
+            (ev.NodeRemoved, self._on_node_removed),
+            (ev.PodGroupDeleted, self._on_group_deleted),
+            (ev.EvictionRequested, self._on_eviction_requested),
+            (ev.BindFailed, self._on_bind_failed),
+            (ev.PodEvicted, self._on_pod_evicted),
+            (ev.PodCompleted, self._on_pod_finished),
+            (ev.PodFailed, self._on_pod_finished),
+        )
+        self._reader_of: dict[type, Callable[[Any], None]] = dict(self._readers)
 
     # -- reading the log ---------------------------------------------------
 
     def apply(self, event: ev.Event) -> None:
         """Take one event from the log into account; unrelated events are ignored."""
-        match event:
-            # What every pod brings comes first: a match tries its cases in order.
-            case ev.BindRequested():
-                if event.node not in self._agent_nodes:  # `muster agent` answers for its own node's pods
-                    self._requests[(_BIND, (event.job, event.pod))] = event
-            case ev.PodBound():
-                key = (event.job, event.pod)
-                self._requests.pop((_BIND, key), None)
-                if key not in self._bound and event.node in self._nodes:
-                    request = self._request(event.job, event.pod) or ev.Resources()
-                    node = self._nodes[event.node]
-                    share = device_share(request, node.spec) if is_shared(request) else 0.0
-                    self._occupy(key, node, tuple(event.gpus), share or event.gpu_share, request, event.at)
-            case ev.PodGroupCreated():
-                pods = tuple(spec.resources for spec in event.pods for _ in range(spec.count))
-                self._jobs[event.name] = _Job(pods=pods, duration=event.duration)
-                self._finished.pop(event.name, None)
-            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec) if is_agent_node(spec):
-                self._agent_nodes.add(spec.name)
-            case ev.EvictionRequested(node=node) if node in self._agent_nodes:
-                pass
-            case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
-                self._upsert_node(spec)
-            case ev.NodeRemoved(name=name):
-                if name in self._nodes:
-                    self._nodes[name].removed = True
-                    for key in self._pods_on(name):
-                        self._requests[(_EVICT, key)] = None
-            case ev.PodGroupDeleted(name=name):
-                for key in sorted(self._bound):
-                    if key[0] == name:
-                        self._requests[(_EVICT, key)] = None
-                for request in [r for r in self._requests if r[0] == _BIND and r[1][0] == name]:
-                    del self._requests[request]
-            case ev.EvictionRequested():
-                self._requests[(_EVICT, (event.job, event.pod))] = event
-            case ev.BindFailed():
-                self._requests.pop((_BIND, (event.job, event.pod)), None)
-            case ev.PodEvicted() | ev.PodCompleted() | ev.PodFailed():
-                key = (event.job, event.pod)
-                self._requests.pop((_EVICT, key), None)
-                self._release(key)
-                if not isinstance(event, ev.PodEvicted):
-                    self._finished.setdefault(event.job, set()).add(event.pod)
-            case _:
-                pass
+        reader = self._reader_of.get(type(event))
+        if reader is None:
+            reader = self._reader_of[type(event)] = self._reader_for(type(event))
+        reader(event)
+
+    def _reader_for(self, kind: type) -> Callable[[Any], None]:
+        return next((reader for base, reader in self._readers if issubclass(kind, base)), _ignore)
+
+    def _on_bind_requested(self, event: ev.BindRequested) -> None:
+        if event.node not in self._agent_nodes:  # `muster agent` answers for its own node's pods
+            self._requests[(_BIND, (event.job, event.pod))] = event
+
+    def _on_pod_bound(self, event: ev.PodBound) -> None:
+        key = (event.job, event.pod)
+        self._requests.pop((_BIND, key), None)
+        if key in self._bound or event.node not in self._nodes:
+            return  # mostly the fleet's own confirmation, read back: already running
+        pod = self._request(event.job, event.pod)
+        request, shared = pod if pod is not None else (ev.Resources(), False)
+        node = self._nodes[event.node]
+        share = device_share(request, node.spec) if shared else 0.0
+        self._occupy(key, node, tuple(event.gpus), share or event.gpu_share, request, event.at)
+
+    def _on_group_created(self, event: ev.PodGroupCreated) -> None:
+        pods: list[_PodRequest] = []
+        for spec in event.pods:
+            pods += [(spec.resources, is_shared(spec.resources))] * spec.count
+        self._jobs[event.name] = _Job(pods=tuple(pods), duration=event.duration)
+        self._finished.pop(event.name, None)
+
+    def _on_node(self, event: ev.NodeRegistered | ev.NodeUpdated) -> None:
+        if is_agent_node(event.node):
+            self._agent_nodes.add(event.node.name)
+        else:
+            self._upsert_node(event.node)
+
+    def _on_node_removed(self, event: ev.NodeRemoved) -> None:
+        if event.name in self._nodes:
+            self._nodes[event.name].removed = True
+            for key in self._pods_on(event.name):
+                self._requests[(_EVICT, key)] = None
+
+    def _on_group_deleted(self, event: ev.PodGroupDeleted) -> None:
+        name = event.name
+        for key in sorted(key for key in self._bound if key[0] == name):
+            self._requests[(_EVICT, key)] = None
+        for request in [r for r in self._requests if r[0] == _BIND and r[1][0] == name]:
+            del self._requests[request]
+
+    def _on_eviction_requested(self, event: ev.EvictionRequested) -> None:
+        if event.node not in self._agent_nodes:  # `muster agent` evicts its own node's pods
+            self._requests[(_EVICT, (event.job, event.pod))] = event
+
+    def _on_bind_failed(self, event: ev.BindFailed) -> None:
+        self._requests.pop((_BIND, (event.job, event.pod)), None)
+
+    def _on_pod_evicted(self, event: ev.PodEvicted) -> None:
+        key = (event.job, event.pod)
+        self._requests.pop((_EVICT, key), None)
+        self._release(key)
+
+    def _on_pod_finished(self, event: ev.PodCompleted | ev.PodFailed) -> None:
+        self._on_pod_evicted(event)
+        self._finished.setdefault(event.job, set()).add(event.pod)
 
     # -- acting ------------------------------------------------------------
 
     def step(self, clock: float) -> list[ev.Event]:
         """The confirmations due at ``clock``; the fleet's state moves with them."""
         out: list[ev.Event] = []
-        for (kind, key), request in list(self._requests.items()):
-            del self._requests[(kind, key)]
+        # Acting on requests makes none, so all of them are taken at once.
+        requests, self._requests = self._requests, {}
+        for (kind, key), request in requests.items():
             if kind == _BIND:
                 out += self._bind(request, clock)
                 continue
@@ -218,7 +262,7 @@ class SimFleet:
     def _pool(self, node: str) -> str:
         return self._nodes[node].spec.pool if node in self._nodes else "default"
 
-    def _request(self, job: str, pod: int) -> ev.Resources | None:
+    def _request(self, job: str, pod: int) -> _PodRequest | None:
         spec = self._jobs.get(job)
         if spec is None or not 0 <= pod < len(spec.pods):
             return None
@@ -229,14 +273,15 @@ class SimFleet:
         existing = self._bound.get(key)
         if existing is not None and existing.node == bind.node and list(existing.gpus) == bind.gpus:
             return []  # a repeated request for what already holds
-        reason = self._refusal(bind, existing)
+        # Looked up once here for both the checks and the bind.
+        node = self._nodes.get(bind.node)
+        pod = self._request(bind.job, bind.pod)
+        share = device_share(pod[0], node.spec) if node is not None and pod is not None and pod[1] else 0.0
+        reason = self._refusal(bind, existing, node, pod, share)
         if reason:
             return [ev.BindFailed(job=bind.job, pod=bind.pod, node=bind.node, reason=reason, pool=bind.pool)]
-        node = self._nodes[bind.node]
-        request = self._request(bind.job, bind.pod)
-        assert request is not None  # checked by _refusal
-        share = device_share(request, node.spec) if is_shared(request) else 0.0
-        self._occupy(key, node, tuple(bind.gpus), share or 0.0, request, clock)
+        assert node is not None and pod is not None  # checked by _refusal
+        self._occupy(key, node, tuple(bind.gpus), share or 0.0, pod[0], clock)
         return [
             ev.PodBound(
                 job=bind.job,
@@ -249,33 +294,40 @@ class SimFleet:
             )
         ]
 
-    def _refusal(self, bind: ev.BindRequested, existing: BoundPod | None) -> str:
-        """Why the bind cannot happen ('' when it can)."""
+    def _refusal(
+        self,
+        bind: ev.BindRequested,
+        existing: BoundPod | None,
+        node: _Node | None,
+        pod: _PodRequest | None,
+        share: float | None,
+    ) -> str:
+        """Why the bind cannot happen ('' when it can), given the bound pod, node, request and device
+        share (of a shared pod) it names."""
         if existing is not None:
             return f"pod is already bound to node {existing.node}"
         if bind.pod in self._finished.get(bind.job, ()):
             return f"pod {bind.job}[{bind.pod}] has finished"
-        node = self._nodes.get(bind.node)
         if node is None or node.removed:
             return f"no node {bind.node}"
         if node.spec.unschedulable:
             return f"node {bind.node} is unschedulable"
-        request = self._request(bind.job, bind.pod)
-        if request is None:
+        if pod is None:
             return f"no pod {bind.pod} in job {bind.job}"
+        request, shared = pod
         cap = node.spec.resources
         if node.cpu + request.cpu > cap.cpu:
             return f"node {bind.node} has not enough cpu"
         if node.memory + request.memory > cap.memory:
             return f"node {bind.node} has not enough memory"
-        for name, amount in sorted(request.extended.items()):
-            if node.extended.get(name, 0) + amount > cap.extended.get(name, 0):
-                return f"node {bind.node} has not enough {name}"
+        if request.extended:
+            for name, amount in sorted(request.extended.items()):
+                if node.extended.get(name, 0) + amount > cap.extended.get(name, 0):
+                    return f"node {bind.node} has not enough {name}"
         gpus = bind.gpus
-        if len(set(gpus)) != len(gpus) or any(not 0 <= g < len(node.devices) for g in gpus):
+        if not _distinct_devices(gpus, len(node.devices)):
             return f"node {bind.node} has no such devices {gpus}"
-        if is_shared(request):
-            share = device_share(request, node.spec)
+        if shared:
             if share is None:
                 return f"node {bind.node} gives no gpu_memory per device"
             if len(gpus) != 1:
@@ -286,20 +338,23 @@ class SimFleet:
         if len(gpus) != int(request.gpu):
             return f"the pod needs {int(request.gpu)} devices, got {gpus}"
         for g in gpus:
-            if node.devices[g].used > _EPS:
+            device = node.devices[g]
+            # `device.used > _EPS`, without summing shares when a whole pod holds it or none do.
+            if device.whole is not None or (device.shares and sum(device.shares.values()) > _EPS):
                 return f"device {g} of node {bind.node} is in use"
         return ""
 
     def _occupy(
         self, key: PodKey, node: _Node, gpus: tuple[int, ...], share: float, request: ev.Resources, at: float
     ) -> None:
+        devices = node.devices
         for g in gpus:
-            if g >= len(node.devices):
+            if g >= len(devices):
                 continue
             if share > 0:
-                node.devices[g].shares[key] = share
+                devices[g].shares[key] = share
             else:
-                node.devices[g].whole = key
+                devices[g].whole = key
         node.cpu += request.cpu
         node.memory += request.memory
         for name, amount in request.extended.items():
@@ -328,3 +383,14 @@ class SimFleet:
         node.memory -= pod.request.memory
         for name, amount in pod.request.extended.items():
             node.extended[name] = node.extended.get(name, 0) - amount
+
+
+def _distinct_devices(gpus: list[int], count: int) -> bool:
+    """Whether ``gpus`` names each device at most once, all among a node's ``count``."""
+    if len(gpus) == 1:  # the common case: no set to build
+        return 0 <= gpus[0] < count
+    return len(set(gpus)) == len(gpus) and all(0 <= g < count for g in gpus)
+
+
+def _ignore(event: ev.Event) -> None:
+    """What the fleet does with events it has no use for."""
