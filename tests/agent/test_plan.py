@@ -141,3 +141,26 @@ def test_a_move_of_a_pod_that_finished_on_its_old_node_starts_nothing_here():
         bind(pipelined=True),  # the move's second half, decided before the completion was read
     )
     assert act(log, {}) == []
+
+
+def test_an_eviction_of_a_pod_whose_bind_failed_here_is_answered_evicted_until_the_log_has_it():
+    log = log_of(
+        command_job(),
+        bind(),
+        ev.BindFailed(job="train", pod=0, node=NODE, reason="node lost"),
+        ev.EvictionRequested(job="train", pod=0, node=NODE, action="reclaim"),  # decided before that was read
+    )
+    (report,) = act(log, {})
+    assert report.event == ev.PodEvicted(job="train", pod=0, node=NODE) and report.seq == 4
+    log.apply(report.event, 5)
+    assert act(log, {}) == []
+
+
+def test_an_eviction_of_a_pod_that_finished_is_not_answered():
+    log = log_of(
+        command_job(),
+        bind(),
+        ev.PodCompleted(job="train", pod=0, node=NODE),
+        ev.EvictionRequested(job="train", pod=0, node=NODE, action="reclaim"),
+    )
+    assert act(log, {}) == []

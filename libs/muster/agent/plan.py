@@ -61,6 +61,10 @@ class Placement:
     """The job was deleted while the pod held the node: stop it, report PodEvicted."""
 
 
+# What ends the wait for an eviction answer: the answer itself, the pod's end, or a new placement.
+_ANSWERS = (ev.PodEvicted, ev.PodCompleted, ev.PodFailed, ev.BindFailed, ev.BindRequested)
+
+
 @dataclass
 class NodeLog:
     """The log as far as one node is concerned."""
@@ -75,6 +79,9 @@ class NodeLog:
     finished: dict[str, set[int]] = field(default_factory=dict)
     """Pods that completed or failed, on any node: never started again (a move's pipelined bind can
     arrive here for a pod that finished on its old node before the eviction did)."""
+    unanswered: dict[PodKey, tuple[ev.EvictionRequested, int]] = field(default_factory=dict)
+    """Evictions of pods this node does not run (their bind failed; the allocator decided before it
+    read that): answered with PodEvicted all the same, so nothing waits on them as releasing."""
 
     def apply(self, event: ev.Event, seq: int) -> None:
         """Fold one event in; events about other nodes change nothing here, but which pods finished."""
@@ -82,6 +89,8 @@ class NodeLog:
             return
         if isinstance(event, ev.PodCompleted | ev.PodFailed):
             self.finished.setdefault(event.job, set()).add(event.pod)
+        if self.unanswered and isinstance(event, _ANSWERS):
+            self.unanswered.pop((event.job, event.pod), None)
         match event:
             case ev.PodGroupCreated():
                 if event.name not in self.jobs:
@@ -107,9 +116,14 @@ class NodeLog:
                 if placement is not None and placement.phase == "binding":
                     placement.phase = "bound"
             case ev.EvictionRequested(node=node) if node == self.node:
-                placement = self.placements.get((event.job, event.pod))
+                key = (event.job, event.pod)
+                placement = self.placements.get(key)
                 if placement is not None and placement.phase in ("binding", "bound"):
                     placement.phase = "releasing"
+                elif (placement is None or placement.phase == "gone") and event.pod not in self.finished.get(
+                    event.job, ()
+                ):
+                    self.unanswered[key] = (event, seq)
             case (
                 ev.PodCompleted(node=node)
                 | ev.PodFailed(node=node)
@@ -269,6 +283,8 @@ def decide(log: NodeLog, local: dict[PodKey, Local], *, clock: float, default_gr
         else:
             reason = _exit_reason(proc.exit_code)
             out.append(Report(_failed(bind, node, proc.exit_code, reason, clock), placement.seq))
+    for key, (eviction, seq) in sorted(log.unanswered.items()):
+        out.append(Report(ev.PodEvicted(job=key[0], pod=key[1], node=node, pool=eviction.pool), seq))
     return out
 
 
