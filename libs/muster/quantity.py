@@ -82,6 +82,9 @@ def byte_count(value: object) -> int:
 
 def gpu_devices(value: object) -> float:
     """GPU devices: a whole count, or a fraction below 1 of one shared device."""
+    # The common case, exact without Decimal (a float holds every int up to 2**53).
+    if type(value) is int and 0 <= value <= 2**53:
+        return float(value)
     amount = _non_negative(parse_quantity(value), value)
     if amount > 1 and amount != amount.to_integral_value():
         raise QuantityError(f"a GPU request above 1 must be a whole number of devices, got {value!r}")

@@ -29,13 +29,18 @@ def get_map(obj: dict[str, Any], key: str, path: str) -> dict[str, Any]:
     value = obj.get(key)
     if value is None:
         return {}
+    if isinstance(value, dict):  # the usual case: no field path to build
+        return value
     return as_map(value, join(path, key))
 
 
 def require_map(obj: dict[str, Any], key: str, path: str) -> dict[str, Any]:
-    if obj.get(key) is None:
+    value = obj.get(key)
+    if value is None:
         raise ManifestError(join(path, key), "required field is missing")
-    return as_map(obj[key], join(path, key))
+    if isinstance(value, dict):  # the usual case: no field path to build
+        return value
+    return as_map(value, join(path, key))
 
 
 def get_list(obj: dict[str, Any], key: str, path: str) -> list[Any]:

@@ -44,8 +44,12 @@ CONTEXT_KINDS = {
 }
 
 
+# Most documents are workloads: their kind alone rules them out, without splitting the apiVersion.
+_CONTEXT_KIND_NAMES = {kind for _, kind in CONTEXT_KINDS}
+
+
 def _is_context(meta: Meta) -> bool:
-    return (meta.group, meta.kind) in CONTEXT_KINDS
+    return meta.kind in _CONTEXT_KIND_NAMES and (meta.group, meta.kind) in CONTEXT_KINDS
 
 
 def _owner(doc: dict[str, Any], index: int, names: dict[tuple[str, str], int]) -> int | None:
@@ -69,13 +73,22 @@ def _top_owners(docs: list[dict[str, Any]]) -> list[int]:
         if isinstance(meta, dict) and meta.get("name"):
             names.setdefault((str(doc.get("kind")), str(meta["name"])), i)
     tops = []
-    for i in range(len(docs)):
-        current, seen = i, {i}
-        while (parent := _owner(docs[current], current, names)) is not None and parent not in seen:
-            seen.add(parent)
-            current = parent
-        tops.append(current)
+    for i, doc in enumerate(docs):
+        parent = _owner(doc, i, names)
+        tops.append(i if parent is None else _climb(docs, i, parent, names))
     return tops
+
+
+def _climb(
+    docs: list[dict[str, Any]], index: int, parent: int | None, names: dict[tuple[str, str], int]
+) -> int:
+    """The top owner of document ``index``, whose owner is ``parent``; a cycle stops where it closes."""
+    current, seen = index, {index}
+    while parent is not None and parent not in seen:
+        seen.add(parent)
+        current = parent
+        parent = _owner(docs[current], current, names)
+    return current
 
 
 class _Grouping:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from muster.events import PodGroupCreated
 from muster.scenario import ScenarioError, job_to_podgroup
 
@@ -37,10 +36,10 @@ def group_muster_job(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -
         )
     spec = {"name": meta.name, **spec}
     try:
-        group = job_to_podgroup(spec, path="spec", kind="Job")
+        group = job_to_podgroup(spec, path="spec", kind="Job", workload_uid=ctx.uid)
     except ScenarioError as exc:
         raise ManifestError(exc.path, exc.message) from None
-    return [msgspec.structs.replace(group, workload_uid=ctx.uid)]
+    return [group]
 
 
 register(API_GROUP, "Job", group_muster_job)

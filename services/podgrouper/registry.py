@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from services.podgrouper.model import GrouperFn
 
 ANY_VERSION = "*"
+# Kinds come from submitted manifests: bound what the lookup remembers of them.
+_MAX_REMEMBERED = 1024
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
@@ -34,12 +36,25 @@ class Registry:
     def __init__(self, default: GrouperFn) -> None:
         self._plugins: dict[tuple[str, str, str], GrouperFn] = {}
         self._default = default
+        # Every manifest is looked up, and a submission repeats a few kinds: answers are
+        # remembered by (apiVersion, kind) until the table changes.
+        self._entries: dict[tuple[str, str], Entry] = {}
 
     def register(self, group: str, kind: str, grouper: GrouperFn, *, version: str = ANY_VERSION) -> None:
         """Route ``group/version`` ``kind`` to ``grouper``; a later call replaces an earlier one."""
         self._plugins[(group, version, kind)] = grouper
+        self._entries.clear()
 
     def lookup(self, api_version: str, kind: str) -> Entry:
+        """The plugin for ``api_version`` ``kind``: exact version, wildcard, else the default."""
+        entry = self._entries.get((api_version, kind))
+        if entry is None:
+            if len(self._entries) >= _MAX_REMEMBERED:
+                self._entries.clear()
+            entry = self._entries[(api_version, kind)] = self._find(api_version, kind)
+        return entry
+
+    def _find(self, api_version: str, kind: str) -> Entry:
         group, version = split_api_version(api_version)
         for key in ((group, version, kind), (group, ANY_VERSION, kind)):
             if key in self._plugins:

@@ -28,31 +28,49 @@ def _parse(parser: Any, value: object, path: str) -> Any:
         raise ScenarioError(path, str(exc)) from None
 
 
-def _resources(raw: dict[str, m.Quantity], path: str, gpu_parser: Any) -> ev.Resources:
+def _under(path: str, exc: ScenarioError) -> ScenarioError:
+    """``exc``, whose path is relative to the field at ``path``, rooted at ``path``."""
+    return ScenarioError(join(path, exc.path), exc.message)
+
+
+def _resources(raw: dict[str, m.Quantity], gpu_parser: Any) -> ev.Resources:
+    """``raw`` in base units; a bad value raises ``ScenarioError`` naming its key
+    alone, so that callers build their field path only when there is an error."""
     gpu, gpu_memory, cpu, memory = 0.0, 0, 0, 0
     extended: dict[str, int] = {}
     for key in sorted(raw):
-        value, where = raw[key], join(path, key)
-        if key == "gpu":
-            gpu = _parse(gpu_parser, value, where)
-        elif key == "gpu_memory":
-            gpu_memory = _parse(byte_count, value, where)
-        elif key == "cpu":
-            cpu = _parse(cpu_millis, value, where)
-        elif key == "memory":
-            memory = _parse(byte_count, value, where)
-        else:
-            extended[key] = _parse(whole_count, value, where)
+        value = raw[key]
+        try:
+            if key == "gpu":
+                gpu = gpu_parser(value)
+            elif key == "gpu_memory":
+                gpu_memory = byte_count(value)
+            elif key == "cpu":
+                cpu = cpu_millis(value)
+            elif key == "memory":
+                memory = byte_count(value)
+            else:
+                extended[key] = whole_count(value)
+        except QuantityError as exc:
+            raise ScenarioError(key, str(exc)) from None
     return ev.Resources(gpu=gpu, gpu_memory=gpu_memory, cpu=cpu, memory=memory, extended=extended)
+
+
+def _pod_request(raw: dict[str, m.Quantity]) -> ev.Resources:
+    """``pod_resources`` with errors named relative to the resources mapping."""
+    res = _resources(raw, gpu_devices)
+    if res.gpu and res.gpu_memory:
+        raise ScenarioError("gpu_memory", "a pod asks for either gpu or gpu_memory, not both")
+    return res
 
 
 def pod_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
     """A pod's request: ``gpu`` a fraction below 1 or whole devices, or
     ``gpu_memory`` of one shared device (not both)."""
-    res = _resources(raw, path, gpu_devices)
-    if res.gpu and res.gpu_memory:
-        raise ScenarioError(join(path, "gpu_memory"), "a pod asks for either gpu or gpu_memory, not both")
-    return res
+    try:
+        return _pod_request(raw)
+    except ScenarioError as exc:
+        raise _under(path, exc) from None
 
 
 # Far beyond any real node (8-16 devices; a 72-GPU rack as one node): a bigger count is a typo,
@@ -62,7 +80,10 @@ MAX_NODE_GPUS = 4096
 
 def node_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
     """A node's capacity: whole GPU devices, ``gpu_memory`` per device."""
-    res = _resources(raw, path, lambda value: float(whole_count(value)))
+    try:
+        res = _resources(raw, lambda value: float(whole_count(value)))
+    except ScenarioError as exc:
+        raise _under(path, exc) from None
     if res.gpu > MAX_NODE_GPUS:
         raise ScenarioError(join(path, "gpu"), f"at most {MAX_NODE_GPUS} devices per node, got {res.gpu:g}")
     return res
@@ -142,19 +163,29 @@ def job_pods(job: m.Job, path: str = "job") -> list[ev.PodSpec]:
         raise ScenarioError(join(path, "pods"), "a job needs at least one pod")
     specs = []
     for i, pod in enumerate(job.pods):
-        where = join(join(path, "pods"), i)
-        if pod.count < 1:
-            raise ScenarioError(join(where, "count"), f"must be at least 1, got {pod.count}")
-        specs.append(
-            ev.PodSpec(
-                role=pod.role,
-                count=pod.count,
-                resources=pod_resources(pod.resources, join(where, "resources")),
-                node_selector=dict(pod.node_selector),
-                gpu_models=list(pod.gpu_models),
-            )
-        )
+        # Every submitted job passes here: its pods' field paths are built only for an error.
+        try:
+            specs.append(_pod_spec(pod))
+        except ScenarioError as exc:
+            raise _under(join(join(path, "pods"), i), exc) from None
     return specs
+
+
+def _pod_spec(pod: m.Pod) -> ev.PodSpec:
+    """One pod entry in base units; errors are named relative to the entry."""
+    if pod.count < 1:
+        raise ScenarioError("count", f"must be at least 1, got {pod.count}")
+    try:
+        resources = _pod_request(pod.resources)
+    except ScenarioError as exc:
+        raise _under("resources", exc) from None
+    return ev.PodSpec(
+        role=pod.role,
+        count=pod.count,
+        resources=resources,
+        node_selector=dict(pod.node_selector),
+        gpu_models=list(pod.gpu_models),
+    )
 
 
 def expand(pods: list[ev.PodSpec]) -> list[ev.PodSpec]:
@@ -163,10 +194,11 @@ def expand(pods: list[ev.PodSpec]) -> list[ev.PodSpec]:
 
 
 def job_to_podgroup(
-    job: m.Job | dict[str, Any], *, path: str = "job", kind: str = "Job"
+    job: m.Job | dict[str, Any], *, path: str = "job", kind: str = "Job", workload_uid: str = ""
 ) -> ev.PodGroupCreated:
     """One scenario job (a model or the raw mapping from a file) as the gang
-    the allocator schedules. Raises ``ScenarioError`` naming the bad field."""
+    the allocator schedules, part of the workload ``workload_uid`` if given.
+    Raises ``ScenarioError`` naming the bad field."""
     if not isinstance(job, m.Job):
         job = from_data(job, m.Job, path)
     if not job.name:
@@ -207,6 +239,7 @@ def job_to_podgroup(
         topology=topology,
         min_runtime=job.min_runtime,
         duration=job.duration,
+        workload_uid=workload_uid,
     )
 
 
