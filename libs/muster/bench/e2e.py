@@ -1,11 +1,13 @@
 """The whole live path, measured: submit → group → allocate → bind → Postgres.
 
 ``run_e2e`` starts a system (embedded servers unless configured, every
-service as a process, the simulated fleet), registers ``nodes`` 8-GPU nodes,
+service as a process, the simulated fleet), registers ``nodes`` 16-GPU nodes,
 submits ``pods`` single-GPU jobs and reports sustained binds per second —
 counted as pods confirmed bound *and* visible in Postgres, from the first
-submission to the last confirmation — and submit → bound latency. With
-``rate``, jobs are offered at that many per second instead of all at once.
+submission to the last confirmation (cli.md) — and submit → bound latency.
+Beside it, ``binds_per_second_until_projected`` times the run until Postgres
+shows every bind, the stricter measure. With ``rate``, jobs are offered at
+that many per second instead of all at once.
 """
 
 from __future__ import annotations
