@@ -23,6 +23,8 @@ from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import SERVICES, running_system
 from muster.store import connect
 
+from tests.polling import wait_for
+
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 
 HERE = Path(__file__).parent
@@ -58,17 +60,6 @@ def muster_cli(home: Path, *args: str) -> str:
     return done.stdout
 
 
-def wait_for(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}")
-
-
 def jobs_now(endpoints: Endpoints) -> dict[str, tuple[str, str | None]]:
     async def read():
         conn = await connect(endpoints.pg_dsn, endpoints.prefix)
@@ -89,7 +80,7 @@ def live_dashboard(tmp_path: Path, servers: Endpoints, prefix: str):
     env = {"MUSTER_CYCLE_INTERVAL": "0.05", "MUSTER_DASHBOARD_PORT": "0"}
     with running_system(settings, services=(*SERVICES, "dashboard"), service_env=env) as system:
         url_file = settings.home / "dashboard.json"
-        wait_for(lambda: url_file.exists() or system.check(), "the dashboard to listen", timeout=30)
+        wait_for(lambda: url_file.exists() or system.check(), what="the dashboard to listen", timeout=30)
         assert not system.check(), f"services exited: {system.check()}; logs in {settings.home / 'logs'}"
         yield system, json.loads(url_file.read_text())["url"]
 
@@ -165,7 +156,8 @@ def test_a_person_clicks_from_a_queue_to_a_job_to_its_why_timeline(live_dashboar
             and j.get("nlp-eval", ("",))[0] == "completed"
             and (j.get("vision-pretrain-xl") or ("", None))[1]
         ),
-        "the first wave to settle",
+        what="the first wave to settle",
+        timeout=60,
     )
 
     browser.get(url)

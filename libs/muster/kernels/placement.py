@@ -913,6 +913,27 @@ def room(nodes: NodeArrays, pods: PodArrays, row: int, limit: int) -> np.ndarray
 
 
 @njit(cache=True)
+def _binpack_fit(ints, dev, ext, n, prow, share, pext):
+    """(feasible, tier) of the pod whose ints row is ``prow`` on node n, as binpack ranks it."""
+    ok, tier, _ = _evaluate(
+        ints,
+        dev,
+        ext,
+        n,
+        prow[P_KIND],
+        prow[P_WHOLE],
+        share,
+        prow[P_GPU_MEM],
+        prow[P_CPU],
+        prow[P_MEM],
+        pext,
+        BINPACK,
+        BINPACK,
+    )
+    return ok, tier
+
+
+@njit(cache=True)
 def _room(ints, dev, ext, prow, share, pext, elig, limit):
     out = np.zeros(ints.shape[0], dtype=np.int64)
     g = dev.shape[2]
@@ -926,21 +947,7 @@ def _room(ints, dev, ext, prow, share, pext, elig, limit):
         e1 = ext[:, n : n + 1].copy()
         c = 0
         while c < limit:
-            ok, _, _ = _evaluate(
-                i1,
-                d1,
-                e1,
-                0,
-                prow[P_KIND],
-                prow[P_WHOLE],
-                share,
-                prow[P_GPU_MEM],
-                prow[P_CPU],
-                prow[P_MEM],
-                pext,
-                BINPACK,
-                BINPACK,
-            )
+            ok, _ = _binpack_fit(i1, d1, e1, 0, prow, share, pext)
             if not ok:
                 break
             od[0, :] = -1
@@ -1085,21 +1092,7 @@ def _first_fit_per_class(ints, dev, ext, elig, prow, share, pext, ranked, class_
             continue
         if by_class and known[c] < 0:
             continue
-        ok, tier, _ = _evaluate(
-            ints,
-            dev,
-            ext,
-            n,
-            prow[P_KIND],
-            prow[P_WHOLE],
-            share,
-            prow[P_GPU_MEM],
-            prow[P_CPU],
-            prow[P_MEM],
-            pext,
-            BINPACK,
-            BINPACK,
-        )
+        ok, tier = _binpack_fit(ints, dev, ext, n, prow, share, pext)
         if ok and (not idle or tier % 1000 >= 100):
             first[c] = n
         elif by_class:
