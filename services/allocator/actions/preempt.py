@@ -1,7 +1,9 @@
 """KAI's preempt action (§7): inside one leaf queue, a job displaces strictly lower-priority preemptible jobs.
 
 Jobs still inside their preempt min-runtime are not victims (an elastic one
-may still give pods above its minimum). Limits hold after the evictions.
+may still give pods above its minimum). A job at its queue's limit may
+preempt: the solver counts limits after the evictions, which lower the
+queue's allocation first.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from . import solver
 from .common import (
     Request,
     VictimSearch,
-    limit_reason,
     quota_reason,
     shape_key,
 )
@@ -43,18 +44,6 @@ class PreemptAction(VictimSearch):
             return
         sol = solver.solve(s, job, pods, victim_order(s, {leaf: victims}), self.name)
         if sol is None:
-            failed.add(key)
-            return
-        # evictions lowered the queue's allocation; moved victims take theirs back
-        after = [row[:] for row in s.alloc]
-        for vjob, pod, slot, *_ in sol.stmt.placements():
-            if vjob is not job:
-                acct = s.placed_accounting(vjob, pod, slot)
-                for q in s.table.ancestors[s.table.index[vjob.queue]]:
-                    for r in range(3):
-                        after[q][r] += acct[r]
-        if limit_reason(s, job, req, after):
-            sol.stmt.discard()
             failed.add(key)
             return
         solver.commit(

@@ -18,7 +18,6 @@ from .common import (
     EPS,
     Request,
     VictimSearch,
-    limit_reason,
     quota_reason,
     shape_key,
 )
@@ -39,7 +38,7 @@ class ReclaimAction(VictimSearch):
         fair, alloc = s.shares.fair[leaf], s.alloc[leaf]
         if any(alloc[r] + req[r] > fair[r] + EPS for r in range(3)):
             return  # only a queue that stays within its fair share reclaims
-        if limit_reason(s, job, req) or quota_reason(s, job, req):
+        if quota_reason(s, job, req):
             return
         key = shape_key(s, job, pods)
         if key in failed:
@@ -49,7 +48,7 @@ class ReclaimAction(VictimSearch):
             for q, jobs in running.items()
             if q != leaf and could_give(s, leaf, q, req) and any(s.victim_pods(j) for j in jobs)
         }
-        if not by_leaf:
+        if not by_leaf or not _limits_can_clear(s, leaf, req, by_leaf):
             failed.add(key)
             return
         before = [row[:] for row in s.alloc]
@@ -64,6 +63,19 @@ class ReclaimAction(VictimSearch):
             failed.add(key)
             return
         solver.commit(s, job, sol, lambda u: texts[u.job.name])
+
+
+def _limits_can_clear(s: Session, leaf: int, req: Request, by_leaf: dict) -> bool:
+    """Whether every limit the request would pass on the reclaimer's path sits above some candidate victim:
+    only evictions below a queue lower its allocation (the solver checks the limits exactly)."""
+    table = s.table
+    for q in table.ancestors[leaf]:
+        for r in range(3):
+            limit = table.limit[q, r]
+            over = limit != -1 and req[r] != 0 and s.alloc[q][r] + req[r] > limit + EPS
+            if over and not any(q in table.ancestors[v] for v in by_leaf):
+                return False
+    return True
 
 
 def split(s: Session, mine: int, theirs: int) -> tuple[int, int]:

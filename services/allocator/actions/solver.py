@@ -1,13 +1,18 @@
 """The victim solver shared by reclaim, preempt and consolidate (§6.3, KAI's by-pod solver).
 
-The pending job's pods are solved one at a time. For each, victims are
-added one unit at a time in victim order; a scenario evicts every
-accumulated unit that holds a pod on a node of the newest unit, then tries
-to place the pod (on idle or releasing resources). The first scenario that
-fits is kept and the next pod continues with the victims not yet evicted.
-Afterwards every killed victim that can be placed again is moved instead
-(consolidation demands that of every victim in each scenario). Nothing
-leaves the statement until the caller validates and commits.
+The pending job's pods-to-place are solved one more at a time. For each,
+victims are added one unit at a time in victim order; a scenario evicts
+every victim recorded so far plus the accumulated units that hold a pod on
+a node of the newest unit, then *simulates* allocation of the job's pods
+so far together with every evicted victim job, in queue/job order (§3):
+a victim whose queue orders before the job's is placed again first and may
+take back the room it freed, failing the scenario. Placements in a
+simulation obey queue limits at every level, counted after the evictions
+(so a job at its queue's limit fits once lower-priority pods of that queue
+are evicted). A victim placed again is moved (pipelined), the rest are
+killed; consolidation demands that every victim moves. The first scenario
+that places the job's pods is kept; nothing leaves the statement until the
+caller validates and commits.
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import BINDING, BOUND, Job
 from ..statement import Eviction, Statement
 from .victims import Unit
+
+EPS = 1e-9
 
 
 @dataclass
@@ -43,64 +51,114 @@ def solve(
 ) -> Solution | None:
     """Pods of ``job`` placed with the fewest victims in order, or None; the statement is left applied."""
     stmt = Statement(s)
-    sol = Solution(stmt)
-    waiting: list[Unit] = []
     why = Eviction(action, job.name, "")
-    for p in pods:
-        cp = stmt.checkpoint()
-        if stmt.place(job, [p]).count == 1:
-            continue
-        stmt.rollback(cp)
-        fitted = False
-        for unit in units:
+    recorded: list[Unit] = []
+    waiting: list[Unit] = []
+    moved: set[str] | None = None
+    for k in range(len(pods)):
+        want = pods[: k + 1]
+        moved = _simulate(s, stmt, job, want, recorded, why, all_must_move)
+        for unit in units if moved is None else ():
             waiting.append(unit)
             nodes = {unit.job.node[i] for i in unit.pods}
             batch = [u for u in waiting if any(u.job.node[i] in nodes for i in u.pods)]
-            cp = stmt.checkpoint()
-            for u in batch:
-                for i in u.pods:
-                    stmt.evict(u.job, i, why)
-            if stmt.place(job, [p]).count == 1 and (not all_must_move or _move_all(s, stmt, batch, sol)):
-                for u in batch:
-                    waiting.remove(u)
-                    sol.evicted.append(u)
-                fitted = True
+            moved = _simulate(s, stmt, job, want, recorded + batch, why, all_must_move)
+            if moved is not None:
+                recorded += batch
+                waiting = [u for u in waiting if u not in batch]
                 break
-            stmt.rollback(cp)
-        if not fitted:
+        if moved is None:
             stmt.discard()
             return None
-    if not all_must_move:
-        _move_what_fits(s, stmt, sol)
-    return sol
+    return Solution(stmt, recorded, moved or set())
 
 
-def _victim_jobs(units: list[Unit]) -> list[tuple[Job, list[int]]]:
-    jobs: dict[str, tuple[Job, list[int]]] = {}
-    for u in units:
-        jobs.setdefault(u.job.name, (u.job, []))[1].extend(u.pods)
-    return list(jobs.values())
+def _simulate(
+    s: Session,
+    stmt: Statement,
+    job: Job,
+    want: list[int],
+    victims: list[Unit],
+    why: Eviction,
+    all_must_move: bool,
+) -> set[str] | None:
+    """One scenario from a clean statement: evict ``victims``, then place the job's ``want`` pods and each
+    victim job's evicted pods in queue/job order. The names of the victim jobs moved, or None when the
+    job's pods do not all fit (or, with ``all_must_move``, a victim does not). Leaves the statement
+    applied either way; the caller discards a failed one."""
+    stmt.discard()
+    if victims and not _enough_gpus(s, job, want, victims):
+        return None
+    evicted: dict[str, tuple[Job, list[int]]] = {}
+    for u in victims:
+        for i in u.pods:
+            stmt.evict(u.job, i, why)
+        evicted.setdefault(u.job.name, (u.job, []))[1].extend(u.pods)
+    to_place: dict[str, list[int]] = {job.name: want}
+    to_place.update({name: sorted(p) for name, (_, p) in evicted.items()})
+    leaf_jobs: dict[int, list[Job]] = {}
+    for j in [job, *(vj for vj, _ in evicted.values())]:
+        leaf_jobs.setdefault(s.table.index[j.queue], []).append(j)
+    order = JobQueue(
+        s.shares,
+        s.table.parent,
+        leaf_jobs,
+        lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
+        lambda j: s.request_of(j, to_place[j.name]),
+    )
+    charged: list[tuple[Job, tuple[float, float, float]]] = []
+    moved: set[str] = set()
+    placed_job = False
+    try:
+        while (nxt := order.pop()) is not None:
+            if nxt is job:
+                placed_job = _place_within_limits(s, stmt, job, want, charged)
+                if not placed_job:
+                    return None
+            elif not (nxt.topology is not None and nxt.topology.required):
+                # a gang bound to one domain is not re-placed piecemeal
+                if _place_within_limits(s, stmt, nxt, to_place[nxt.name], charged):
+                    moved.add(nxt.name)
+                elif all_must_move:
+                    return None
+            elif all_must_move:
+                return None
+            order.done(nxt, False)
+    finally:
+        # the charges only steer this simulation's order and limits; commit charges for real
+        for j, acct in reversed(charged):
+            s.charge(j, acct, -1)
+    return moved if placed_job else None
 
 
-def _move_all(s: Session, stmt: Statement, batch: list[Unit], sol: Solution) -> bool:
-    moved = []
-    for vjob, vpods in _victim_jobs(batch):
-        if stmt.place(vjob, sorted(vpods)).count != len(vpods):
-            return False
-        moved.append(vjob.name)
-    sol.moved.update(moved)
+def _enough_gpus(s: Session, job: Job, want: list[int], victims: list[Unit]) -> bool:
+    # KAI's cheap scenario filter: idle and releasing devices must at least add up to the request
+    need = s.request_of(job, want)[0]
+    return need <= s.free_gpus() + sum(u.res[0] for u in victims) + EPS
+
+
+def _place_within_limits(s: Session, stmt: Statement, job: Job, pods: list[int], charged: list) -> bool:
+    """Place all of ``pods`` or none, keeping every queue on the job's path within its limit as the
+    simulation has charged it so far; on success the placement is charged too."""
+    cp = stmt.checkpoint()
+    if stmt.place(job, pods).count != len(pods):
+        stmt.rollback(cp)
+        return False
+    gpu = cpu = mem = 0.0
+    for _, pod, slot, *_ in stmt.placements()[-len(pods) :]:
+        a = s.placed_accounting(job, pod, slot)
+        gpu, cpu, mem = gpu + a[0], cpu + a[1], mem + a[2]
+    acct = (gpu, cpu, mem)
+    table = s.table
+    for q in table.ancestors[table.index[job.queue]]:
+        for r in range(3):
+            limit = table.limit[q, r]
+            if limit != -1 and acct[r] != 0 and s.alloc[q][r] + acct[r] > limit + EPS:
+                stmt.rollback(cp)
+                return False
+    s.charge(job, acct)
+    charged.append((job, acct))
     return True
-
-
-def _move_what_fits(s: Session, stmt: Statement, sol: Solution) -> None:
-    for vjob, vpods in _victim_jobs(sol.evicted):
-        if vjob.topology is not None and vjob.topology.required:
-            continue  # a gang bound to one domain is not re-placed piecemeal
-        cp = stmt.checkpoint()
-        if stmt.place(vjob, sorted(vpods)).count == len(vpods):
-            sol.moved.add(vjob.name)
-        else:
-            stmt.rollback(cp)
 
 
 def commit(s: Session, job: Job, sol: Solution, reason_of: Callable[[Unit], str]) -> None:
