@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from muster.bus.nats import subject_matches
+from muster.bus.admission import Refused, check_events
 from muster.events import (
     AllocatorConfigured,
     BindRequested,
@@ -27,7 +27,7 @@ from muster.events import (
     decode_event,
 )
 from muster.fencing import EpochFence
-from muster.subjects import Subjects
+from muster.subjects import Subjects, subject_matches
 from services.allocator.app import consumed_subjects
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
@@ -142,7 +142,7 @@ def replay(
 ) -> ReplayReport:
     """Replay every recorded cycle whose record lies in [from_seq, to_seq]; state always folds from the start."""
     started = time.perf_counter()
-    messages = sorted(log, key=lambda m: m.seq)
+    messages = sorted((_as_admitted(m, subjects) for m in log), key=lambda m: m.seq)
     report = ReplayReport(events=sum(len(m.events) for m in messages))
     cycles = recorded_cycles(messages, subjects)
     report.pools = sorted(cycles)
@@ -200,6 +200,18 @@ def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, re
     run_due(float("inf"))
 
 
+def _as_admitted(message: LoggedMessage, subjects: Subjects) -> LoggedMessage:
+    """The message as live readers take it: a message they refuse is read as carrying no events.
+
+    The stream's reader already empties those; a log from Postgres or a file may predate the check.
+    """
+    try:
+        check_events(subjects, message.subject, message.events)
+    except Refused:
+        return LoggedMessage(message.seq, message.subject, [], message.data)
+    return message
+
+
 def _canonical(events: list[Event]) -> bytes:
     # Postgres' jsonb keeps object keys in its own order; compare with keys sorted.
     return msgspec.json.encode(events, order="sorted")
@@ -218,13 +230,19 @@ async def log_from_postgres(conn) -> list[LoggedMessage]:
         "SELECT stream_seq, idx, subject, payload::text FROM events ORDER BY stream_seq, idx"
     )
     out: list[LoggedMessage] = []
+    undecodable: set[int] = set()
     for row in rows:
-        event = decode_event(row["payload"].encode())
+        try:
+            event = decode_event(row["payload"].encode())
+        except (msgspec.MsgspecError, RecursionError):
+            # Projected before readers refused such messages: read, like them, as carrying nothing.
+            undecodable.add(row["stream_seq"])
+            continue
         if out and out[-1].seq == row["stream_seq"]:
             out[-1].events.append(event)
         else:
             out.append(LoggedMessage(row["stream_seq"], row["subject"], [event]))
-    return out
+    return [LoggedMessage(m.seq, m.subject, []) if m.seq in undecodable else m for m in out]
 
 
 def save_log(log: Iterable[LoggedMessage], path) -> None:

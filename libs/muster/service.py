@@ -134,7 +134,8 @@ async def rebuild_then_consume(
 
     ``handle(deliveries, live)`` sees every message on ``subjects`` exactly once
     per process, in stream order: first the history (``live=False``), then, after
-    ``on_rebuilt()``, new messages (``live=True``). See ``NatsBus.fold``; undecodable
-    messages are dead-lettered under ``consumer``.
+    ``on_rebuilt()``, new messages (``live=True``). See ``NatsBus.fold``; messages
+    readers refuse (``muster.bus.admission``) never reach ``handle`` and are
+    dead-lettered under ``consumer``, once.
     """
     await ctx.bus.fold(consumer, subjects, handle, stop=ctx.stop, batch=batch, on_caught_up=on_rebuilt)

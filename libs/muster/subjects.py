@@ -4,11 +4,61 @@ Everything lives in a single stream so that one stream sequence orders the
 whole log: the allocator's watermark and replay both rest on that. Pools
 partition the node, decision and pod subjects so that an allocator reads
 only its own pools' traffic.
+
+Each subject carries only the event types of its flow (``EVENT_TYPES``).
+NATS permissions decide who may publish on a subject; this table decides
+what a publish there may say, so a login allowed to report pod facts cannot
+also announce a leader or request a bind. Every reader checks it when it
+decodes a message (``muster.bus.admission``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+
+# Event types (their wire tags) each subject may carry, keyed by the subject under the prefix; `*`
+# stands for one token (a pool). A new flow, such as per-queue submissions (`workloads.*`), only adds
+# a pattern here.
+EVENT_TYPES: dict[str, frozenset[str]] = {
+    "workloads": frozenset({"WorkloadSubmitted"}),
+    "podgroups": frozenset({"PodGroupCreated", "PodGroupDeleted", "WorkloadRejected"}),
+    "queues.requests": frozenset({"UpsertQueue", "DeleteQueue"}),
+    "queues.events": frozenset({"QueueUpserted", "QueueDeleted", "QueueRejected"}),
+    "queues.status": frozenset({"QueueStatus"}),
+    # A lost node's envelope evicts the pods it held (see muster.events, "Node loss"); pods already
+    # running are handed to a pool's fleet here too ("Adoption").
+    "nodes.*": frozenset(
+        {"NodeRegistered", "NodeUpdated", "NodeRemoved", "NodeLost", "PodEvicted", "AdoptPods"}
+    ),
+    "decisions.*": frozenset(
+        {"BindRequested", "EvictionRequested", "CycleCompleted", "LeaderElected", "AllocatorConfigured"}
+    ),
+    "pods.*": frozenset(
+        {"PodBound", "BindFailed", "BindRejected", "PodEvicted", "PodCompleted", "PodFailed"}
+    ),
+    "deadletter": frozenset({"DeadLettered"}),
+}
+
+
+def subject_matches(pattern: str, subject: str) -> bool:
+    """NATS subject matching: ``*`` is one token, a trailing ``>`` is one or more."""
+    p, s = pattern.split("."), subject.split(".")
+    for i, token in enumerate(p):
+        if token == ">":
+            return len(s) > i
+        if i >= len(s) or (token != "*" and token != s[i]):
+            return False
+    return len(p) == len(s)
+
+
+@lru_cache(maxsize=4096)
+def _allowed(prefix: str, subject: str) -> frozenset[str]:
+    # Readers ask once per message; the subjects of a system are few, so the answers are kept.
+    for role, types in EVENT_TYPES.items():
+        if subject_matches(f"{prefix}.{role}", subject):
+            return types
+    return frozenset()
 
 
 @dataclass(frozen=True)
@@ -16,6 +66,10 @@ class Subjects:
     """Subject and stream names under one prefix (one prefix per system)."""
 
     prefix: str = "muster"
+
+    def allowed_types(self, subject: str) -> frozenset[str]:
+        """The event types a message on ``subject`` may carry (none for a subject of no flow)."""
+        return _allowed(self.prefix, subject)
 
     @property
     def stream(self) -> str:
@@ -51,15 +105,15 @@ class Subjects:
         return f"{self.prefix}.queues.status"
 
     def nodes(self, pool: str = "*") -> str:
-        """NodeRegistered, NodeUpdated, NodeRemoved; NodeLost with its PodEvicted and NodeRemoved."""
+        """NodeRegistered, NodeUpdated, NodeRemoved, AdoptPods; NodeLost with its PodEvicted and NodeRemoved."""
         return f"{self.prefix}.nodes.{pool}"
 
     def decisions(self, pool: str = "*") -> str:
-        """BindRequested, EvictionRequested, CycleCompleted."""
+        """BindRequested, EvictionRequested, CycleCompleted, LeaderElected, AllocatorConfigured."""
         return f"{self.prefix}.decisions.{pool}"
 
     def pods(self, pool: str = "*") -> str:
-        """PodBound, BindFailed, PodEvicted, PodCompleted, PodFailed."""
+        """PodBound, BindFailed, BindRejected, PodEvicted, PodCompleted, PodFailed."""
         return f"{self.prefix}.pods.{pool}"
 
     def agent_logs(self, node: str) -> str:

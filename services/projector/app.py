@@ -63,7 +63,8 @@ async def run(ctx: ServiceContext) -> None:
             done = await until_database_answers(ctx, sink.checkpoint)
             pipeline = Pipeline(done, commit)
             try:
-                await ctx.bus.follow(done + 1, pipeline.handle, stop=ctx.stop, batch=1024)
+                # A message readers refuse is dead-lettered (under the projector's name) and not projected.
+                await ctx.bus.follow(done + 1, pipeline.handle, stop=ctx.stop, batch=1024, name="projector")
                 await pipeline.drain()
             except Exception:
                 log.warning("projection stopped at a failure; resuming from the checkpoint", exc_info=True)

@@ -6,10 +6,21 @@ import asyncio
 
 import pytest
 from muster.bus import MemoryBus, NatsBus
-from muster.events import DeadLettered, NodeRemoved, PodBound, decode_envelope
+from muster.events import (
+    DeadLettered,
+    NodeRemoved,
+    PodBound,
+    QueueSpec,
+    QueueUpserted,
+    WorkloadSubmitted,
+    decode_envelope,
+    encode_envelope,
+)
 from muster.subjects import Subjects
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
+
+from tests.poison import deep_envelope, raw_envelope
 
 
 @pytest.fixture(params=["memory", pytest.param("nats", marks=pytest.mark.nats)])
@@ -82,7 +93,7 @@ async def test_consumer_receives_batches_in_stream_order_on_its_subjects_only(bu
 async def test_consumer_takes_several_subject_filters_in_one_ordered_stream(bus):
     s = bus.subjects
     await bus.publish(s.pods("default"), [bound(1)], msg_id="1")
-    await bus.publish(s.workloads, [NodeRemoved(name="skip")], msg_id="2")
+    await bus.publish(s.workloads, [WorkloadSubmitted(uid="skip", manifests=[])], msg_id="2")
     await bus.publish(s.nodes("default"), [NodeRemoved(name="n")], msg_id="3")
     got = await consume_until(bus, "multi", [s.pods("*"), s.nodes("*")], want=2)
     assert [type(e).__name__ for e in got.events] == ["PodBound", "NodeRemoved"]
@@ -109,6 +120,34 @@ async def test_undecodable_message_goes_to_dead_letters_and_consumption_goes_on(
     assert "$.events[0].job" in letter.error
     assert letter.data == b'{"events": [{"type": "PodBound", "job": 7}]}'
     assert letter.stream_seq == 1
+
+
+POISON = {
+    "a type its subject does not carry": (
+        lambda s: encode_envelope([QueueUpserted(queue=QueueSpec(name="forged"))]),
+        "$.events[0]: a QueueUpserted may not travel on {subject}",
+    ),
+    "JSON nested 5000 deep": (lambda s: deep_envelope(5000), "nested deeper than the decoder can follow"),
+    "a value out of bounds": (
+        lambda s: raw_envelope({"type": "PodBound", "job": "j", "pod": -1, "node": "n"}),
+        "$.events[0].pod: -1 is below the limit of 0",
+    ),
+}
+
+
+@pytest.mark.parametrize("poison", POISON, ids=str)
+async def test_a_poison_message_is_dead_lettered_with_its_reason_and_consumption_goes_on(bus, poison):
+    s = bus.subjects
+    make, reason = POISON[poison]
+    await bus.publish(s.pods("default"), [bound(1)], msg_id="before")
+    await bus.publish_raw(s.pods("default"), make(s), msg_id="bad")
+    await bus.publish(s.pods("default"), [bound(2)], msg_id="after")
+    got = await consume_until(bus, "c", [s.pods("*")], want=2)
+    assert [e.job for e in got.events] == ["job-1", "job-2"]
+    dead = await consume_until(bus, "dlq", [s.deadletter], want=1)
+    (letter,) = dead.events
+    assert (letter.service, letter.stream_seq) == ("c", 2)
+    assert reason.format(subject=s.pods("default")) in letter.error
 
 
 async def test_a_message_whose_handler_keeps_failing_is_dead_lettered_and_the_rest_handled(bus):

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from muster.bounds import MAX_NODE_GPUS, MAX_PODS_PER_GROUP
 from muster.cli.main import main
 from muster.scenario import ScenarioError, parse_queues, parse_scenario
 
@@ -100,16 +101,32 @@ def test_a_node_with_a_trillion_gpus_is_refused_naming_the_field():
         parse_scenario(doc)
 
 
-def test_a_pod_asking_a_trillion_gpus_stays_pending_with_a_reason(tmp_path):
+def test_a_pod_asking_a_trillion_gpus_is_refused_naming_the_field():
     doc = scenario(jobs=[{"name": "j", "queue": "q", "pods": [{"count": 1, "resources": {"gpu": 1e12}}]}])
+    with pytest.raises(
+        ScenarioError, match=r"jobs\[0\]\.pods\[0\]\.resources\.gpu: .* above the limit of 4096"
+    ):
+        parse_scenario(doc)
+
+
+def test_a_pod_asking_more_gpus_than_any_node_has_stays_pending_with_a_reason(tmp_path):
+    doc = scenario(
+        jobs=[{"name": "j", "queue": "q", "pods": [{"count": 1, "resources": {"gpu": MAX_NODE_GPUS}}]}]
+    )
     job = simulate_json(tmp_path, doc)["jobs"]["j"]
     assert job["status"] == "pending" and job["reason"]
     assert job["pods"] == []
 
 
-def test_a_hundred_thousand_pod_gang_stays_pending_with_a_reason(tmp_path):
+def test_a_gang_of_more_pods_than_readers_take_is_refused_naming_the_field():
+    doc = scenario(jobs=[{"name": "big", "queue": "q", "pods": [{"count": 1_000_000_000}]}])
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.pods\[0\]\.count: 1000000000 is above the limit"):
+        parse_scenario(doc)
+
+
+def test_the_largest_gang_allowed_stays_pending_with_a_reason(tmp_path):
     doc = scenario(
-        jobs=[{"name": "big", "queue": "q", "pods": [{"count": 100_000, "resources": {"gpu": 1}}]}]
+        jobs=[{"name": "big", "queue": "q", "pods": [{"count": MAX_PODS_PER_GROUP, "resources": {"gpu": 1}}]}]
     )
     job = simulate_json(tmp_path, doc)["jobs"]["big"]
     assert job["status"] == "pending" and job["reason"] and job["pods"] == []

@@ -18,13 +18,17 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from muster import events as ev
+from muster.bus.admission import Refused, admit
 from muster.scenario import ScenarioError, parse_queues, parse_scenario
+from muster.subjects import Subjects
 
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.group import group_manifests
 from services.queue_controller.kai_queue import QueueManifestError, parse_kai_queues
+from tests.poison import deep_envelope
 
 MANIFESTS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "manifests"
+ADMISSION = Subjects("muster")
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalars = st.one_of(
@@ -76,6 +80,28 @@ def test_wrong_envelopes_raise_a_validation_error_naming_the_path(envelope):
         assert "`$" in str(exc) or "Object missing required field" in str(exc) or "Expected" in str(exc)
     except msgspec.DecodeError:
         pass  # NaN/Infinity literals are not JSON
+
+
+subjects = st.sampled_from(
+    [ADMISSION.workloads, ADMISSION.podgroups, ADMISSION.pods("default"), ADMISSION.nodes("a"),
+     ADMISSION.decisions("b"), ADMISSION.deadletter, "muster.elsewhere"]
+)  # fmt: skip
+
+
+@FAST
+@given(subjects, st.one_of(st.binary(max_size=512), wrong_envelopes().map(lambda e: json.dumps(e).encode())))
+def test_whatever_a_publisher_sends_readers_admit_it_or_refuse_it_with_a_reason(subject, data):
+    try:
+        admit(ADMISSION, subject, data)
+    except Refused as exc:
+        assert str(exc)
+
+
+@FAST
+@given(subjects, st.integers(min_value=1, max_value=3000))
+def test_any_nesting_is_admitted_or_refused_never_a_recursion_error(subject, levels):
+    with contextlib.suppress(Refused):
+        admit(ADMISSION, subject, deep_envelope(levels))
 
 
 def test_a_wrong_field_deep_in_an_event_is_named_by_its_path():

@@ -1,8 +1,9 @@
 """The fold reader (``NatsBus.fold``): what services whose state is a fold of the log read it with.
 
 Every message on the folded subjects once, in stream order, history first; a
-server restart mid-stream neither skips nor repeats one; undecodable messages
-are dead-lettered once.
+server restart mid-stream neither skips nor repeats one; messages that are not
+admitted (undecodable, a type their subject does not carry, a value out of
+bounds) are dead-lettered once and never reach the handler.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ import asyncio
 
 import pytest
 from muster.bus import NatsBus
-from muster.events import DeadLettered, PodBound, decode_envelope
+from muster.bus.nats import MAX_LETTER_DATA
+from muster.events import DeadLettered, LeaderElected, PodBound, decode_envelope, encode_envelope
+from muster.health import Metrics
 from muster.runtime.embedded import EmbeddedNats
 from muster.subjects import Subjects
+
+from tests.poison import deep_envelope, raw_envelope
 
 pytestmark = [pytest.mark.nats]
 
@@ -118,6 +123,89 @@ async def test_an_undecodable_message_in_the_history_nobody_lettered_is_lettered
     await asyncio.wait_for(task, 10)
     mine = sorted(e.stream_seq for e in await letters(nats_bus) if e.service == "folder")
     assert mine == [bad, bad + 1]
+
+
+POISON = {
+    "a type its subject does not carry": (
+        encode_envelope([LeaderElected(pool="default", epoch=2**62, holder="agent")]),
+        "$.events[0]: a LeaderElected may not travel on {subject}",
+    ),
+    "JSON nested 5000 deep": (deep_envelope(5000), "nested deeper than the decoder can follow"),
+    "a value out of bounds": (
+        raw_envelope({"type": "PodBound", "job": "j", "pod": 2**40, "node": "n"}),
+        "$.events[0].pod: 1099511627776 is above the limit of",
+    ),
+}
+
+
+@pytest.mark.parametrize("poison", POISON, ids=str)
+async def test_a_poison_message_is_dead_lettered_once_with_its_reason_and_every_other_is_applied(
+    nats_bus, poison
+):
+    s = nats_bus.subjects
+    data, reason = POISON[poison]
+    before = await nats_bus.publish(s.pods("default"), [bound(1)], msg_id="before")
+    bad = await nats_bus.publish_raw(s.pods("default"), data, msg_id="bad")
+    after = await nats_bus.publish(s.pods("default"), [bound(2)], msg_id="after")
+    for _ in range(2):  # a restarted fold rebuilds past the poison, and does not letter it again
+        fold = Fold(want_live=1)
+        task = await fold_in_background(nats_bus, fold, [s.pods("*")])
+        await asyncio.wait_for(fold.caught_up.wait(), 10)
+        fold.stop.set()
+        await asyncio.wait_for(task, 10)
+        assert [seq for seq, _ in fold.seen] == [before, after]
+    (letter,) = await letters(nats_bus)
+    assert (letter.service, letter.stream_seq, letter.data) == ("folder", bad, data)
+    assert reason.format(subject=s.pods("default")) in letter.error
+
+
+async def test_a_live_poison_message_is_dead_lettered_and_the_fold_goes_on(nats_bus):
+    s = nats_bus.subjects
+    fold = Fold(want_live=1)
+    task = await fold_in_background(nats_bus, fold, [s.pods("*")])
+    await asyncio.wait_for(fold.caught_up.wait(), 10)
+    bad = await nats_bus.publish_raw(s.pods("default"), deep_envelope(5000), msg_id="bad")
+    good = await nats_bus.publish(s.pods("default"), [bound(1)], msg_id="good")
+    await asyncio.wait_for(task, 10)
+    assert fold.seen == [(good, True)]
+    assert [letter.stream_seq for letter in await letters(nats_bus)] == [bad]
+
+
+async def test_a_plain_publish_into_the_folds_inbox_does_not_stop_the_fold(nats_bus, caplog):
+    s = nats_bus.subjects
+    history = await nats_bus.publish(s.pods("default"), [bound(0)], msg_id="history")
+    nats_bus.metrics = Metrics("folder")  # as in a service, which reports its lag from each message
+    fold = Fold(want_live=1)
+    task = await fold_in_background(nats_bus, fold, [s.pods("*")])
+    await asyncio.wait_for(fold.caught_up.wait(), 10)
+    (consumer,) = await nats_bus.js.consumers_info(s.stream)
+    # No reply subject, so no stream position: nothing JetStream sent.
+    await nats_bus.nc.publish(consumer.config.deliver_subject, encode_envelope([bound(666)]))
+
+    def ignored() -> bool:
+        return task.done() or any("did not come from the stream" in r.message for r in caplog.records)
+
+    while not ignored():  # alone in its batch, before anything else arrives
+        await asyncio.sleep(0.01)
+    good = await nats_bus.publish(s.pods("default"), [bound(1)], msg_id="good")
+    await asyncio.wait_for(task, 10)
+    assert fold.seen == [(history, False), (good, True)]
+
+
+async def test_a_letter_keeps_the_start_of_a_message_too_big_to_travel_inside_it(nats_bus):
+    s = nats_bus.subjects
+    huge = raw_envelope({"type": "PodBound", "job": "x" * 700_000, "pod": -1, "node": "n"})
+    bad = await nats_bus.publish_raw(s.pods("default"), huge, msg_id="huge")
+    good = await nats_bus.publish(s.pods("default"), [bound(1)], msg_id="good")
+    fold = Fold(want_live=1)
+    task = await fold_in_background(nats_bus, fold, [s.pods("*")])
+    await asyncio.wait_for(fold.caught_up.wait(), 10)
+    fold.stop.set()
+    await asyncio.wait_for(task, 10)
+    assert [seq for seq, _ in fold.seen] == [good]
+    (letter,) = await letters(nats_bus)
+    assert letter.stream_seq == bad and letter.data == huge[:MAX_LETTER_DATA]
+    assert f"keeps the first {MAX_LETTER_DATA} of its {len(huge)} bytes" in letter.error
 
 
 @pytest.mark.slow

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 from muster.bus.nats import subject_matches
-from muster.runtime.security import NATS_USERS, NatsAuth, nats_permissions, render_nats_conf
+from muster.runtime.security import (
+    NATS_USERS,
+    NatsAuth,
+    inbox_prefix,
+    nats_permissions,
+    render_nats_conf,
+    render_permissions,
+)
 from muster.subjects import Subjects
 
 S = Subjects("muster")
@@ -76,9 +83,27 @@ def test_jetstream_api_access_is_scoped_to_the_systems_stream():
         assert not may_publish(user, f"$JS.API.STREAM.INFO.{other.stream}"), user
 
 
-def test_every_user_may_receive_replies_on_inboxes():
+def may_subscribe(user: str, subject: str) -> bool:
+    return any(subject_matches(p, subject) for p in PERMISSIONS[user].subscribe)
+
+
+def test_every_user_may_receive_replies_on_its_own_inboxes_only():
     for user in NATS_USERS:
-        assert "_INBOX.>" in PERMISSIONS[user].subscribe, user
+        assert may_subscribe(user, f"{inbox_prefix(user)}.abc.1"), user
+        others = [u for u in NATS_USERS if u != user]
+        assert not any(may_subscribe(user, f"{inbox_prefix(o)}.abc.1") for o in others), user
+
+
+def test_nobody_may_read_every_inbox_or_publish_into_one():
+    for user in NATS_USERS:
+        assert "_INBOX.>" not in PERMISSIONS[user].subscribe, user
+        assert not may_publish(user, f"{inbox_prefix('cli')}.abc.1"), user
+
+
+def test_only_agents_may_answer_requests_and_only_on_the_reply_subject_they_received():
+    assert {u for u in NATS_USERS if PERMISSIONS[u].allow_responses} == {"agent"}
+    assert "allow_responses: true" in render_permissions(PERMISSIONS["agent"])
+    assert "allow_responses" not in render_permissions(PERMISSIONS["cli"])
 
 
 def test_only_agents_listen_for_log_requests_and_only_the_cli_sends_them():

@@ -1,6 +1,6 @@
 """The bus in process: an append-only list with the same contract as JetStream.
 
-Messages are kept as bytes, so decoding, validation and dead-lettering
+Messages are kept as bytes, so decoding, admission and dead-lettering
 behave exactly as they do over NATS.
 """
 
@@ -11,14 +11,13 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import msgspec
 from opentelemetry.context import Context
 
 from muster import telemetry
+from muster.bus.admission import Refused, admit
 from muster.bus.base import Delivery, Handler
-from muster.bus.nats import subject_matches
-from muster.events import DeadLettered, Event, decode_envelope, encode_envelope
-from muster.subjects import Subjects
+from muster.events import DeadLettered, Event, encode_envelope
+from muster.subjects import Subjects, subject_matches
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,8 @@ class MemoryBus:
                 if not any(subject_matches(p, msg.subject) for p in subjects):
                     continue
                 try:
-                    events = decode_envelope(msg.data)
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    events = admit(self.subjects, msg.subject, msg.data)
+                except Refused as exc:
                     await self._dead_letter(name, msg, str(exc))
                     continue
                 deliveries.append(

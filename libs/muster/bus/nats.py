@@ -9,19 +9,21 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-import msgspec
 import nats
-from nats.errors import NoRespondersError
+from nats.errors import NoRespondersError, NotJSMessageError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import api
 from nats.js.errors import BadRequestError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
 from opentelemetry.context import Context
 
 from muster import telemetry
-from muster.bus.base import Delivery, Handler
-from muster.events import DeadLettered, Event, decode_envelope, encode_envelope
-from muster.runtime.security import NatsCredentials, nats_credentials
-from muster.subjects import Subjects
+from muster.bus.admission import Refused, admit
+from muster.bus.base import MAX_ENVELOPE_BYTES, Delivery, Handler
+from muster.events import DeadLettered, Event, encode_envelope
+from muster.runtime.security import NatsCredentials, nats_connect_options, nats_credentials
+from muster.subjects import Subjects, subject_matches
+
+__all__ = ["NatsBus", "NatsLoginRefused", "subject_matches"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,9 @@ UNANSWERED = (
     NoStreamResponseError,
     ServiceUnavailableError,
 )
+# A dead letter keeps at most this much of the message, so that the letter itself fits in one message.
+MAX_LETTER_DATA = MAX_ENVELOPE_BYTES // 2
+MAX_LETTER_ERROR = 4096
 
 
 class NatsLoginRefused(ConnectionError):
@@ -51,17 +56,6 @@ def _without_login(url: str) -> str:
     parts = urlsplit(url)
     host = parts.hostname or ""
     return urlunsplit(parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host))
-
-
-def subject_matches(pattern: str, subject: str) -> bool:
-    """NATS subject matching: ``*`` is one token, a trailing ``>`` is one or more."""
-    p, s = pattern.split("."), subject.split(".")
-    for i, token in enumerate(p):
-        if token == ">":
-            return len(s) > i
-        if i >= len(s) or (token != "*" and token != s[i]):
-            return False
-    return len(p) == len(s)
 
 
 async def _next_batch(psub, batch: int) -> list:
@@ -79,33 +73,64 @@ async def _next_batch(psub, batch: int) -> list:
         return first
 
 
-def _decoded(msg) -> Delivery:
-    """A message as a delivery; raises msgspec's errors when it does not decode."""
-    headers = dict(msg.headers or {})
-    return Delivery(
-        msg.subject,
-        msg.metadata.sequence.stream,
-        decode_envelope(msg.data),
-        headers,
-        context=telemetry.extract(headers),
-        data=msg.data,
-    )
+def _from_stream(msg) -> bool:
+    """Whether ``msg`` came from JetStream (its reply subject carries its stream position).
 
-
-def _delivery(msg) -> Delivery | None:
+    Anything else in a consumer's inbox (a plain publish to it) is no part of the log.
+    """
     try:
-        return _decoded(msg)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+        msg.metadata  # noqa: B018 (parsing it is the test)
+    except (NotJSMessageError, ValueError, IndexError):
+        log.warning("ignoring a message on %s that did not come from the stream", msg.subject)
+        return False
+    return True
 
 
-def _lettered_by(consumer: str, data: bytes) -> list[int]:
+def _lettered_by(subjects: Subjects, consumer: str, msg) -> list[int]:
     """Stream positions a dead-letter message says ``consumer`` already dead-lettered."""
     try:
-        events = decode_envelope(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        events = admit(subjects, msg.subject, msg.data)
+    except Refused:
         return []
     return [e.stream_seq for e in events if isinstance(e, DeadLettered) and e.service == consumer]
+
+
+class _Letterbox:
+    """The dead letters of one reader of the stream from its start, each sent once across its runs.
+
+    A refused message of the history (before ``end``, the stream's end when reading began) waits
+    until the history is read: a letter an earlier run sent for it is further on in the stream.
+    """
+
+    def __init__(self, bus: NatsBus, name: str, end: int, *, start: int = 1):
+        self.bus, self.name, self.end = bus, name, end
+        self.live = end < start
+        self.lettered: set[int] = set()
+        self.waiting: list[tuple[object, str]] = []
+
+    def saw(self, msg) -> None:
+        """Note the letters this reader sent in an earlier run (call on every message of the history)."""
+        if not self.live and msg.subject == self.bus.subjects.deadletter:
+            self.lettered.update(_lettered_by(self.bus.subjects, self.name, msg))
+
+    async def refuse(self, msg, reason: str) -> None:
+        if self.live:
+            await self.bus.dead_letter(self.name, msg.subject, msg.metadata.sequence.stream, reason, msg.data)
+        else:
+            self.waiting.append((msg, reason))
+
+    def history_read(self, msg) -> bool:
+        """Whether ``msg`` ends the history."""
+        return not self.live and (msg.metadata.sequence.stream >= self.end or msg.metadata.num_pending == 0)
+
+    async def catch_up(self) -> None:
+        """The history is read: send the letters no earlier run sent; from now on, send them at once."""
+        self.live = True
+        for msg, reason in self.waiting:
+            seq = msg.metadata.sequence.stream
+            if seq not in self.lettered:
+                await self.bus.dead_letter(self.name, msg.subject, seq, reason, msg.data)
+        self.waiting.clear()
 
 
 class NatsBus:
@@ -155,7 +180,7 @@ class NatsBus:
                 reconnect_time_wait=0.5,
                 connect_timeout=5,
                 error_cb=on_error,
-                **(credentials.connect_options() if credentials else {}),
+                **nats_connect_options(url, credentials),
             )
         )
         refusal = asyncio.ensure_future(refused.wait())
@@ -308,6 +333,7 @@ class NatsBus:
                 if failures % 6 == 0:
                     psub = await self._rebind_if_lost(psub, name, subjects, last_seen + 1)
                 continue
+            msgs = [m for m in msgs if _from_stream(m)]
             if msgs:
                 last_seen = max(last_seen, msgs[-1].metadata.sequence.stream)
             if self.metrics is not None and msgs:
@@ -337,24 +363,26 @@ class NatsBus:
         except Exception:  # JetStream itself is not back yet
             return psub
 
-    async def _decode(self, name: str, msg) -> Delivery | None:
-        seq = msg.metadata.sequence.stream
-        try:
-            events = decode_envelope(msg.data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            await self.dead_letter(name, msg.subject, seq, str(exc), msg.data)
-            await msg.ack()
-            return None
+    def _delivery(self, msg) -> Delivery:
+        """A stream message as a delivery of its events; raises ``Refused`` when it is not admitted."""
         headers = dict(msg.headers or {})
         return Delivery(
             subject=msg.subject,
-            seq=seq,
-            events=events,
+            seq=msg.metadata.sequence.stream,
+            events=admit(self.subjects, msg.subject, msg.data),
             headers=headers,
             attempt=msg.metadata.num_delivered,
             context=telemetry.extract(headers),
             data=msg.data,
         )
+
+    async def _decode(self, name: str, msg) -> Delivery | None:
+        try:
+            return self._delivery(msg)
+        except Refused as exc:
+            await self.dead_letter(name, msg.subject, msg.metadata.sequence.stream, str(exc), msg.data)
+            await msg.ack()
+            return None
 
     async def _handle(self, name: str, deliveries, handler: Handler, max_attempts: int) -> None:
         try:
@@ -380,8 +408,16 @@ class NatsBus:
                 await msg.ack()
 
     async def dead_letter(self, consumer: str, subject: str, seq: int, error: str, data: bytes) -> None:
-        """Keep a message nobody could process, with its error; the stream goes on."""
-        log.error("%s: dead-lettering %s seq %d: %s", consumer, subject, seq, error)
+        """Keep a message nobody could process, with its error; the stream goes on.
+
+        A message too big to travel inside its letter is kept in part, and the error says so.
+        """
+        log.error("%s: dead-lettering %s seq %d: %s", consumer, subject, seq, error[:MAX_LETTER_ERROR])
+        if len(error) > MAX_LETTER_ERROR:
+            error = error[:MAX_LETTER_ERROR] + " [...]"
+        if len(data) > MAX_LETTER_DATA:
+            error += f" (the letter keeps the first {MAX_LETTER_DATA} of its {len(data)} bytes)"
+            data = data[:MAX_LETTER_DATA]
         event = DeadLettered(service=consumer, subject=subject, stream_seq=seq, error=error, data=data)
         await self.publish(self.subjects.deadletter, [event], msg_id=f"dead:{consumer}:{seq}")
 
@@ -414,6 +450,9 @@ class NatsBus:
                         msgs.append(await sub.next_msg(timeout=0.002))
                     except (TimeoutError, NatsTimeoutError):
                         break
+                msgs = [m for m in msgs if _from_stream(m)]
+                if not msgs:
+                    continue
                 if self.metrics is not None:
                     self.metrics.lag.labels(self.service).set(msgs[-1].metadata.num_pending)
                 yield msgs
@@ -428,20 +467,32 @@ class NatsBus:
         *,
         stop: asyncio.Event,
         batch: int = 1024,
+        name: str = "follower",
     ) -> None:
         """Deliver every message from ``start_seq`` on, strictly in stream order, until ``stop``.
 
         For a reader that keeps its own position (the projector's checkpoint): an
         ordered consumer, no acks, nothing redelivered out of order. A handler error
-        ends the call; the caller resumes from its position. Undecodable messages are
-        skipped here: the services that fold them dead-letter them.
+        ends the call; the caller resumes from its position. A message that is not
+        admitted (``muster.bus.admission``) reaches the handler with no events, so
+        the reader's position passes it, and is dead-lettered under ``name`` once:
+        those before the stream's end at the call only if no earlier run did.
         """
+        letters = _Letterbox(self, name, await self._patiently(self.last_seq), start=start_seq)
         self.consuming.set()
         async with contextlib.aclosing(self._ordered_batches(start_seq, stop=stop, batch=batch)) as batches:
             async for msgs in batches:
-                deliveries = [d for d in map(_delivery, msgs) if d is not None]
-                if deliveries:
-                    await handler(deliveries)
+                deliveries: list[Delivery] = []
+                for msg in msgs:
+                    letters.saw(msg)
+                    try:
+                        deliveries.append(self._delivery(msg))
+                    except Refused as exc:
+                        await letters.refuse(msg, str(exc))
+                        deliveries.append(Delivery(msg.subject, msg.metadata.sequence.stream, []))
+                    if letters.history_read(msg):
+                        await letters.catch_up()
+                await handler(deliveries)
 
     async def fold(
         self,
@@ -464,49 +515,38 @@ class NatsBus:
         ends the call: the state may be half-applied, and a restarted service
         rebuilds it from the log.
 
-        Messages on ``subjects`` that do not decode are dead-lettered under
-        ``name``, once: those of the history only if no earlier run already did.
+        Messages on ``subjects`` that are not admitted (``muster.bus.admission``:
+        undecodable, a type their subject does not carry, a value out of bounds)
+        never reach the handler; they are dead-lettered under ``name``, once:
+        those of the history only if no earlier run already did.
         """
-        end = await self._patiently(self.last_seq)
-        live = False
-        lettered: set[int] = set()
-        unlettered: list = []
+        letters = _Letterbox(self, name, await self._patiently(self.last_seq))
 
         async def catch_up() -> None:
-            nonlocal live
-            for msg, error in unlettered:
-                if msg.metadata.sequence.stream not in lettered:
-                    await self.dead_letter(name, msg.subject, msg.metadata.sequence.stream, error, msg.data)
-            unlettered.clear()
-            live = True
+            await letters.catch_up()
             self.consuming.set()
             if on_caught_up is not None:
                 await on_caught_up()
 
-        if end == 0:
+        if letters.live:
             await catch_up()
         async with contextlib.aclosing(self._ordered_batches(1, stop=stop, batch=batch)) as batches:
             async for msgs in batches:
                 ready: list[Delivery] = []
                 for msg in msgs:
-                    seq = msg.metadata.sequence.stream
-                    if msg.subject == self.subjects.deadletter and not live:
-                        lettered.update(_lettered_by(name, msg.data))
+                    letters.saw(msg)
                     if any(subject_matches(p, msg.subject) for p in subjects):
                         try:
-                            ready.append(_decoded(msg))
-                        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                            if live:
-                                await self.dead_letter(name, msg.subject, seq, str(exc), msg.data)
-                            else:
-                                unlettered.append((msg, str(exc)))
-                    if not live and (seq >= end or msg.metadata.num_pending == 0):
+                            ready.append(self._delivery(msg))
+                        except Refused as exc:
+                            await letters.refuse(msg, str(exc))
+                    if letters.history_read(msg):
                         if ready:
                             await handler(ready, False)
                             ready = []
                         await catch_up()
                 if ready:
-                    await handler(ready, live)
+                    await handler(ready, letters.live)
 
     async def read(self, subjects: Sequence[str] = (), *, start_seq: int = 1) -> AsyncIterator[Delivery]:
         """Every message from ``start_seq`` to the stream's current end, in order (for replay and audits)."""
@@ -522,11 +562,13 @@ class NatsBus:
         try:
             while True:
                 msg = await sub.next_msg(timeout=10)
+                if not _from_stream(msg):
+                    continue
                 seq = msg.metadata.sequence.stream
                 if not subjects or any(subject_matches(p, msg.subject) for p in subjects):
                     try:
-                        events = decode_envelope(msg.data)
-                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        events = admit(self.subjects, msg.subject, msg.data)
+                    except Refused:
                         events = []
                     yield Delivery(
                         subject=msg.subject,

@@ -65,6 +65,17 @@ class Permissions:
 
     publish: tuple[str, ...]
     subscribe: tuple[str, ...]
+    allow_responses: bool = False
+    """May answer a request it received, on the requester's reply subject, once."""
+
+
+def inbox_prefix(user: str) -> str:
+    """Where replies to ``user``'s requests and its consumers' deliveries arrive.
+
+    Each user may subscribe only under its own prefix, so no login reads the replies
+    (JetStream deliveries, log chunks) meant for another.
+    """
+    return f"_INBOX.{user}"
 
 
 def _jetstream_reader(stream: str) -> tuple[str, ...]:
@@ -104,7 +115,6 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     """
     s = Subjects(prefix)
     stream = s.stream
-    inbox = ("_INBOX.>",)
     consumer = (*_jetstream_reader(stream), s.deadletter)
     logs = f"_{stream}_LOGS.*"
     publish: dict[str, tuple[str, ...]] = {
@@ -124,13 +134,16 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             s.podgroups,
             logs,
         ),
-        # An agent answers log requests on the requester's inbox.
-        "agent": (*consumer, s.nodes(">"), s.pods(">"), "_INBOX.>"),
+        "agent": (*consumer, s.nodes(">"), s.pods(">")),
         "framework": ("$JS.API.INFO", f"$JS.API.STREAM.INFO.{stream}", s.workloads),
     }
-    subscribe = {user: inbox for user in publish}
-    subscribe["agent"] = (*inbox, logs)
-    return {user: Permissions(publish[user], subscribe[user]) for user in NATS_USERS}
+    subscribe = {user: (f"{inbox_prefix(user)}.>",) for user in publish}
+    subscribe["agent"] = (*subscribe["agent"], logs)
+    # An agent answers log requests on the requester's reply subject, and only there.
+    return {
+        user: Permissions(publish[user], subscribe[user], allow_responses=user == "agent")
+        for user in NATS_USERS
+    }
 
 
 def _q(value: str) -> str:
@@ -146,10 +159,12 @@ def _list(values: tuple[str, ...], indent: str) -> str:
 def render_permissions(permissions: Permissions, indent: str = "") -> str:
     """The ``permissions`` map of one user, in nats.conf syntax."""
     deeper = indent + "  "
+    responses = f"{deeper}allow_responses: true\n" if permissions.allow_responses else ""
     return (
         "{\n"
         f"{deeper}publish: {{ allow: {_list(permissions.publish, deeper)} }}\n"
         f"{deeper}subscribe: {{ allow: {_list(permissions.subscribe, deeper)} }}\n"
+        f"{responses}"
         f"{indent}}}"
     )
 
@@ -360,6 +375,18 @@ class NatsCredentials:
         return options
 
 
+def nats_connect_options(url: str, credentials: NatsCredentials | None) -> dict:
+    """Keyword arguments for ``nats.connect`` to ``url``: the login, and the login's own inbox prefix.
+
+    The user is the credentials' or, where the URL carries the login (deploy/), the URL's.
+    """
+    options = credentials.connect_options() if credentials else {}
+    user = (credentials.user if credentials else None) or urlsplit(url.split(",")[0]).username
+    if user:
+        options["inbox_prefix"] = inbox_prefix(user)
+    return options
+
+
 def _server_key(url: str) -> tuple[str, int | None]:
     parts = urlsplit(url.split(",")[0])
     return (parts.hostname or "", parts.port)
@@ -430,7 +457,7 @@ def write_client_files(
             folder / FRAMEWORK_FILE,
             json.dumps(
                 {"nats_url": nats_url, "nats_ca": str(ca) if ca else None, "user": "framework",
-                 "password": passwords["framework"]},
+                 "password": passwords["framework"], "inbox_prefix": inbox_prefix("framework")},
                 indent=2,
             ),
         )  # fmt: skip

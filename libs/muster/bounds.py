@@ -1,0 +1,244 @@
+"""The largest values an event may carry, and the check every reader applies.
+
+A value the types admit can still be poison: a priority past 2**31 that the
+projector's ``integer`` column refuses (freezing the projection on that
+message for good), a gang of 10**9 pods that every reader expands into a row
+per pod, a node with 10**12 GPUs that the allocator gives an array slot per
+device, a manifest nested so deep that the next recursive walk of it fails.
+Each limit below says why it is where it is; ``check`` raises ``OutOfBounds``
+naming the first field past one, as a JSON path (``$.events[0].pods[0].count``),
+so the message is dead-lettered with its reason instead of crashing a reader.
+
+Scenario files become events through the same limits (``muster.scenario.convert``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from muster import events as ev
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+"""Postgres ``integer``: priorities, pod indices, cycles, epochs, pod counts are stored in one."""
+INT64_MAX = 2**63 - 1
+"""Postgres ``bigint``: stream sequences, CPU and memory."""
+
+MAX_PODS_PER_GROUP = 65_536
+"""Pods in one gang, over all its pod specs. Kubernetes supports 150,000 pods per cluster; a gang of
+one pod per GPU on the largest clusters built stays below this, while every reader keeps a row per
+pod, so a count of 10**9 would exhaust their memory instead of failing."""
+MAX_NODE_GPUS = 4096
+"""Devices on one node. Real nodes have 8-16, a 72-GPU rack served as one node is the largest; every
+reader keeps an entry per device."""
+MAX_GPU_MEMORY = 2**40
+"""Bytes of one device (1 TiB; the largest today hold under 300 GB)."""
+MAX_CPU_MILLIS = 10**8
+"""Millicores of one node or pod (100,000 cores; the largest single machines have a few thousand)."""
+MAX_MEMORY = 2**50
+"""Bytes of one node or pod (1 PiB; the largest single machines have tens of TiB)."""
+MAX_EXTENDED = 2**50
+"""Units of one extended resource on one node or pod: whole counts such as ``rdma/ib``, or bytes for
+storage-like ones. Sums over a node's pods stay far inside 64 bits."""
+MAX_NESTING = 64
+"""Levels of nesting in free-form documents (manifests, allocator settings). Kubernetes manifests
+nest about 15 deep; readers walk them recursively, and Python stops at about 1,000 levels."""
+
+
+class OutOfBounds(ValueError):
+    """A value beyond what readers can hold; ``path`` names the field as a JSON path."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def check(events: Sequence[ev.Event], root: str = "$.events") -> None:
+    """Raise ``OutOfBounds`` for the first field of ``events`` past its limit."""
+    for i, event in enumerate(events):
+        checker = _CHECKS.get(type(event))
+        if checker is None:
+            continue
+        try:
+            checker(event)
+        except OutOfBounds as exc:
+            raise OutOfBounds(f"{root}[{i}]{exc.path}", exc.message) from None
+
+
+def check_pod_group(group: ev.PodGroupCreated, root: str = "$") -> None:
+    """``check`` for one pod group; paths start at ``root``."""
+    try:
+        _pod_group(group)
+    except OutOfBounds as exc:
+        raise OutOfBounds(f"{root}{exc.path}", exc.message) from None
+
+
+def check_node(node: ev.NodeSpec, root: str = "$") -> None:
+    """``check`` for one node spec; paths start at ``root``."""
+    try:
+        _resources(".resources", node.resources, pod=False)
+    except OutOfBounds as exc:
+        raise OutOfBounds(f"{root}{exc.path}", exc.message) from None
+
+
+# Every reader runs these on every event: each raises with a path below the event, and does
+# little more than compare numbers when nothing is wrong.
+
+
+def _range(path: str, value: int | float, low: int | float, high: int | float, unit: str = "") -> None:
+    if low <= value <= high:
+        return
+    unit = f" {unit}" if unit else ""
+    side, limit = ("above", high) if value > high else ("below", low)
+    raise OutOfBounds(path, f"{value!r}{unit} is {side} the limit of {limit}{unit}")
+
+
+def _int32(path: str, value: int, low: int = INT32_MIN) -> None:
+    _range(path, value, low, INT32_MAX)
+
+
+def _nesting(path: str, value: Any) -> None:
+    # Iterative on purpose: a recursive walk is what deep nesting breaks.
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth > MAX_NESTING:
+            raise OutOfBounds(path, f"nested deeper than the limit of {MAX_NESTING} levels")
+        stack.extend((v, depth + 1) for v in item)
+
+
+def _resources(path: str, r: ev.Resources, *, pod: bool) -> None:
+    if r.gpu % 1:
+        if not pod:
+            raise OutOfBounds(f"{path}.gpu", f"{r.gpu!r} is not a whole number of devices")
+        if r.gpu > 1:
+            raise OutOfBounds(
+                f"{path}.gpu", f"{r.gpu!r} is neither a share of one device (at most 1) nor whole devices"
+            )
+    _range(f"{path}.gpu", r.gpu, 0, MAX_NODE_GPUS, "devices")
+    _range(f"{path}.gpu_memory", r.gpu_memory, 0, MAX_GPU_MEMORY, "bytes")
+    _range(f"{path}.cpu", r.cpu, 0, MAX_CPU_MILLIS, "millicores")
+    _range(f"{path}.memory", r.memory, 0, MAX_MEMORY, "bytes")
+    for name, amount in r.extended.items():
+        _range(f"{path}.extended[{name!r}]", amount, 0, MAX_EXTENDED)
+
+
+def _pod_group(g: ev.PodGroupCreated) -> None:
+    total = 0
+    for j, spec in enumerate(g.pods):
+        _range(f".pods[{j}].count", spec.count, 0, MAX_PODS_PER_GROUP)
+        _resources(f".pods[{j}].resources", spec.resources, pod=True)
+        total += spec.count
+    if total > MAX_PODS_PER_GROUP:
+        raise OutOfBounds(".pods", f"{total} pods in all is above the limit of {MAX_PODS_PER_GROUP}")
+    _int32(".priority", g.priority)
+    _range(".min_available", g.min_available, 0, MAX_PODS_PER_GROUP)
+    for k, sub in enumerate(g.subgroups):
+        _range(f".subgroups[{k}].min_available", sub.min_available, 0, MAX_PODS_PER_GROUP)
+
+
+def _node(e: ev.NodeRegistered | ev.NodeUpdated) -> None:
+    _resources(".node.resources", e.node.resources, pod=False)
+
+
+def _queue(e: ev.UpsertQueue | ev.QueueUpserted) -> None:
+    _int32(".queue.priority", e.queue.priority)
+    _int32(".queue.order", e.queue.order)
+
+
+def _devices(path: str, pod: int, gpus: list[int]) -> None:
+    """A pod's index in its gang and the devices it holds on its node."""
+    _range(f"{path}.pod", pod, 0, MAX_PODS_PER_GROUP - 1)
+    if len(gpus) > MAX_NODE_GPUS:
+        raise OutOfBounds(f"{path}.gpus", f"{len(gpus)} devices is above the limit of {MAX_NODE_GPUS}")
+    if gpus and not (min(gpus) >= 0 and max(gpus) < MAX_NODE_GPUS):
+        for k, device in enumerate(gpus):
+            _range(f"{path}.gpus[{k}]", device, 0, MAX_NODE_GPUS - 1)
+
+
+def _placement(e: ev.BindRequested | ev.PodBound) -> None:
+    _devices("", e.pod, e.gpus)
+    _range(".gpu_share", e.gpu_share, 0, 1)
+
+
+def _adopt(e: ev.AdoptPods) -> None:
+    for k, pod in enumerate(e.pods):
+        _devices(f".pods[{k}]", pod.pod, pod.gpus)
+
+
+def _cycle_and_epoch(e: ev.BindRequested | ev.EvictionRequested) -> None:
+    _int32(".cycle", e.cycle, 0)
+    _int32(".epoch", e.epoch, 0)
+
+
+def _bind(e: ev.BindRequested) -> None:
+    _placement(e)
+    _cycle_and_epoch(e)
+
+
+def _evict(e: ev.EvictionRequested) -> None:
+    _range(".pod", e.pod, 0, MAX_PODS_PER_GROUP - 1)
+    _cycle_and_epoch(e)
+
+
+def _pod(e: ev.BindFailed | ev.PodEvicted | ev.PodCompleted | ev.PodFailed) -> None:
+    _range(".pod", e.pod, 0, MAX_PODS_PER_GROUP - 1)
+
+
+def _rejected(e: ev.BindRejected) -> None:
+    _pod(e)
+    _int32(".epoch", e.epoch, 0)
+    _int32(".current_epoch", e.current_epoch, 0)
+
+
+def _cycle(e: ev.CycleCompleted) -> None:
+    _int32(".cycle", e.cycle, 0)
+    _int32(".epoch", e.epoch, 0)
+    _range(".watermark", e.watermark, 0, INT64_MAX)
+    _int32(".binds", e.binds, 0)
+    _int32(".evictions", e.evictions, 0)
+
+
+def _epoch(e: ev.LeaderElected) -> None:
+    _int32(".epoch", e.epoch, 0)
+
+
+def _configured(e: ev.AllocatorConfigured) -> None:
+    _int32(".epoch", e.epoch, 0)
+    _nesting(".config", e.config)
+
+
+def _workload(e: ev.WorkloadSubmitted) -> None:
+    _nesting(".manifests", e.manifests)
+
+
+def _letter(e: ev.DeadLettered) -> None:
+    _range(".stream_seq", e.stream_seq, 0, INT64_MAX)
+
+
+_CHECKS: dict[type, Callable[[Any], None]] = {
+    ev.WorkloadSubmitted: _workload,
+    ev.PodGroupCreated: _pod_group,
+    ev.UpsertQueue: _queue,
+    ev.QueueUpserted: _queue,
+    ev.NodeRegistered: _node,
+    ev.NodeUpdated: _node,
+    ev.AdoptPods: _adopt,
+    ev.BindRequested: _bind,
+    ev.EvictionRequested: _evict,
+    ev.CycleCompleted: _cycle,
+    ev.AllocatorConfigured: _configured,
+    ev.LeaderElected: _epoch,
+    ev.PodBound: _placement,
+    ev.BindFailed: _pod,
+    ev.BindRejected: _rejected,
+    ev.PodEvicted: _pod,
+    ev.PodCompleted: _pod,
+    ev.PodFailed: _pod,
+    ev.DeadLettered: _letter,
+}

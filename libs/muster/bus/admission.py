@@ -1,0 +1,58 @@
+"""What a reader admits from the bus: one check, the same for every reader.
+
+A message is admitted when it decodes as an envelope, every event's type may
+travel on the message's subject (``muster.subjects.EVENT_TYPES``), and every
+value is within ``muster.bounds``. Anything else is ``Refused`` with a reason
+naming the field, or the type and the subject: folds, durable consumers and
+the projector dead-letter it, and nobody applies or projects any part of it.
+Whatever the bytes, admitting them raises nothing but ``Refused``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import msgspec
+
+from muster import bounds
+from muster.events import Event, decode_envelope, event_type
+from muster.subjects import Subjects
+
+# A NUL character, written the only way JSON can carry it: `\u0000` after an even number of backslashes
+# (an odd number would make the backslash before `u` literal text).
+_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+class Refused(ValueError):
+    """A message no reader may apply; the message says why, naming the field or the type."""
+
+
+def check_events(subjects: Subjects, subject: str, events: Sequence[Event]) -> None:
+    """Raise ``Refused`` unless every event may travel on ``subject`` and is within bounds."""
+    allowed = subjects.allowed_types(subject)
+    for i, event in enumerate(events):
+        name = event_type(event)
+        if name not in allowed:
+            raise Refused(f"$.events[{i}]: a {name} may not travel on {subject}")
+    try:
+        bounds.check(events)
+    except bounds.OutOfBounds as exc:
+        raise Refused(str(exc)) from None
+
+
+def admit(subjects: Subjects, subject: str, data: bytes) -> list[Event]:
+    """The events of the message ``data`` published on ``subject``, or ``Refused``."""
+    try:
+        events = decode_envelope(data)
+    except msgspec.MsgspecError as exc:
+        raise Refused(str(exc)) from None
+    except RecursionError:
+        raise Refused(
+            f"nested deeper than the decoder can follow; readers take at most {bounds.MAX_NESTING} levels"
+        ) from None
+    if b"\\u0000" in data and _NUL.search(data):
+        # Postgres stores no NUL in text: the projection would stop at this message for good.
+        raise Refused("a string holds the NUL character (\\u0000), which no reader can store")
+    check_events(subjects, subject, events)
+    return events
