@@ -53,6 +53,9 @@ class Metrics:
         self.leader = Gauge(
             "muster_leader", "1 while this allocator holds its pool's lease", ["pool"], registry=r
         )
+        self.binds_rejected = Counter(
+            "muster_binds_rejected_total", "Binds the binder refused for a stale epoch", ["pool"], registry=r
+        )
         self.service = service
 
     def render(self) -> bytes:

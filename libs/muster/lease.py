@@ -2,9 +2,11 @@
 
 The holder renews before ``ttl`` runs out, each write conditional on the
 revision it last saw; a standby takes the lease once it has lapsed. Each
-new holder gets the next epoch, which every decision carries: the binder
-refuses decisions of older epochs (see ``muster.fencing``), so a deposed
-leader that still publishes cannot bind anything.
+new holder gets an epoch above both the lease's last one and the highest
+the log has seen (the bucket may have been lost and recreated, the log
+never is), which every decision carries: the binder refuses decisions of
+older epochs (see ``muster.fencing``), so a deposed leader that still
+publishes cannot bind anything.
 
 Expiry is judged by the wall clocks of the processes involved, so hosts
 running allocators must keep their clocks in sync (NTP), as with any
@@ -24,6 +26,7 @@ from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSe
 from nats.js.kv import KeyValue
 
 from muster.bus.nats import UNANSWERED
+from muster.fencing import next_epoch
 
 
 class LeaseRecord(msgspec.Struct, frozen=True):
@@ -67,9 +70,13 @@ class Lease:
         self.expires = self.clock() + self.ttl
         return msgspec.json.encode(LeaseRecord(self.holder, epoch, self.expires))
 
-    async def acquire(self) -> Held | None:
+    async def acquire(self, log_epoch: int = 0) -> Held | None:
         """Take the lease if nobody holds it (or its holder let it lapse); None if someone does,
-        or the server does not answer (it may be restarting)."""
+        or the server does not answer (it may be restarting).
+
+        ``log_epoch`` is the highest epoch the log has seen for the pool: the epoch taken is
+        above it as well as above the lease's last one.
+        """
         try:
             entry = await self.kv.get(self.key)
         except KeyNotFoundError:
@@ -78,13 +85,14 @@ class Lease:
             return None
         try:
             if entry is None or entry.value is None:
-                revision = await self.kv.create(self.key, self._value(1))
-                self.held = Held(epoch=1, revision=revision, previous=None)
+                epoch = next_epoch(0, log_epoch)
+                revision = await self.kv.create(self.key, self._value(epoch))
+                self.held = Held(epoch=epoch, revision=revision, previous=None)
                 return self.held
             record = msgspec.json.decode(entry.value, type=LeaseRecord)
             if record.holder != self.holder and record.expires > self.clock():
                 return None
-            epoch = record.epoch + 1
+            epoch = next_epoch(record.epoch, log_epoch)
             revision = await self.kv.update(self.key, self._value(epoch), last=entry.revision)
         except (KeyWrongLastSequenceError, msgspec.DecodeError, *UNANSWERED):
             return None  # another standby won the race, the record is unreadable, or no answer: try later

@@ -20,7 +20,7 @@ TICK_SECONDS = 0.2  # how often run time is checked for completions
 
 async def run(ctx: ServiceContext) -> None:
     s = ctx.subjects
-    handlers = BinderHandlers(ctx.bus, s, SimFleet(), clock=time.time)
+    handlers = BinderHandlers(ctx.bus, s, SimFleet(), clock=time.time, metrics=ctx.metrics)
     subjects = [s.nodes("*"), s.podgroups, s.decisions("*"), s.pods("*")]
     consumer = asyncio.create_task(
         rebuild_then_consume(ctx, "binder", subjects, handlers.handle, on_rebuilt=handlers.rebuilt)

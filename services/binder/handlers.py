@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 from muster import telemetry
 from muster.bus import Bus, Delivery, chunk_events
 from muster.events import BindRejected, BindRequested, Event
 from muster.fencing import EpochFence, rejection
+from muster.health import Metrics
 from muster.subjects import Subjects
 
 from services.binder.sim import SimFleet
 
+log = logging.getLogger(__name__)
+
+
+def _worth_a_line(count: int) -> bool:
+    """1, 10, 100…: a storm of rejections is told, without a line per bind."""
+    while count % 10 == 0:
+        count //= 10
+    return count == 1
+
 
 class BinderHandlers:
-    def __init__(self, bus: Bus, subjects: Subjects, fleet: SimFleet, clock: Callable[[], float]):
+    def __init__(
+        self,
+        bus: Bus,
+        subjects: Subjects,
+        fleet: SimFleet,
+        clock: Callable[[], float],
+        metrics: Metrics | None = None,
+    ):
         self.bus = bus
         self.subjects = subjects
         self.fleet = fleet
@@ -26,6 +44,10 @@ class BinderHandlers:
         self.traces = telemetry.JobContexts()
         self.fence = EpochFence()
         self.to_reject: dict[tuple[str, int, int], BindRequested] = {}
+        self.metrics = metrics
+        self.rejected: dict[tuple[str, int], int] = {}
+        """Binds refused per (pool, stale epoch): what the warnings count."""
+        self._refused_elections = 0
         # Confirmations go out in the order the fleet made them: a bind's PodBound before the
         # PodCompleted a later tick finds due, even while one of them waits out a server restart.
         self._confirming = asyncio.Lock()
@@ -41,6 +63,13 @@ class BinderHandlers:
 
     def _fold(self, event: Event) -> None:
         self.fence.admit(event)
+        if self.fence.refused != self._refused_elections:
+            self._refused_elections = self.fence.refused
+            bad = self.fence.last_refused
+            log.warning(
+                "pool %s: ignored a LeaderElected of epoch %d from %r: the pool is at epoch %d",
+                bad.pool, bad.epoch, bad.holder, self.fence.current(bad.pool),
+            )  # fmt: skip
         if isinstance(event, BindRejected):
             self.to_reject.pop((event.job, event.pod, event.epoch), None)
         elif self.fence.is_stale(event):
@@ -53,7 +82,22 @@ class BinderHandlers:
     def _rejections(self) -> list[Event]:
         out = [rejection(e, self.fence.current(e.pool)) for e in self.to_reject.values()]
         self.to_reject.clear()
+        for event in out:
+            self._tell(event)
         return out
+
+    def _tell(self, event: BindRejected) -> None:
+        """A refused bind is a leader deciding in vain: count it, and say so in the log."""
+        if self.metrics is not None:
+            self.metrics.binds_rejected.labels(event.pool).inc()
+        key = (event.pool, event.epoch)
+        count = self.rejected[key] = self.rejected.get(key, 0) + 1
+        if _worth_a_line(count):
+            log.warning(
+                "pool %s: refused %d bind(s) decided under epoch %d; the pool is at epoch %d "
+                "(a deposed leader still deciding, or a leader elected below the log's epoch)",
+                event.pool, count, event.epoch, event.current_epoch,
+            )  # fmt: skip
 
     async def rebuilt(self) -> None:
         """History is folded in: confirm what it left outstanding, then go live."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +42,26 @@ PODGROUPER = (
 )
 
 
+def runnable_by_anyone(path: str) -> bool:
+    """Whether every user may execute ``path``: it and each folder above it have the others' x bit."""
+    real = Path(os.path.realpath(path))
+    if not real.is_file():
+        return False
+    return all(p.stat().st_mode & stat.S_IXOTH for p in (real, *real.parents))
+
+
+def _pod_python() -> str | None:
+    """A Python pods can run. An agent running as root runs them as nobody, who may not reach an
+    interpreter kept under /root (as pyenv's are)."""
+    if os.geteuid() != 0:
+        return sys.executable
+    candidates = (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3")
+    return next((c for c in candidates if runnable_by_anyone(c)), None)
+
+
+POD_PYTHON = _pod_python()
+
+
 def cli_env(system: System) -> dict[str, str]:
     env = dict(os.environ)
     for key in ("MUSTER_NATS_URL", "MUSTER_PG_DSN", "MUSTER_PREFIX"):
@@ -64,12 +87,13 @@ class Agents:
     system: System
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
 
-    def start(self, node: str, gpus: int, *extra: str) -> subprocess.Popen:
+    def start(self, node: str, gpus: int, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         log = open(self.system.settings.home / f"agent-{node}.log", "ab")  # noqa: SIM115 (lives with the process)
         proc = subprocess.Popen(
             [sys.executable, "-c", CLI, "agent", "--node", node, "--gpus", str(gpus), "--gpu-memory", "80Gi",
              "--cpu", "8", "--memory", "32Gi", "--heartbeat", str(HEARTBEAT), "--grace-period", "5", *extra],
-            env=cli_env(self.system), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**cli_env(self.system), **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )  # fmt: skip
         self.procs[node] = proc
         return proc
@@ -119,6 +143,19 @@ def agents(system: System):
         yield agents
     finally:
         agents.stop_all()
+
+
+@pytest.fixture
+def pod_out():
+    """A folder pods write what they saw into: open to every user, since pods may run as nobody."""
+    if POD_PYTHON is None:
+        pytest.skip("no Python that an unprivileged pod user may run (pods run as nobody under root)")
+    folder = Path(tempfile.mkdtemp(prefix="muster-pod-out-"))
+    folder.chmod(0o777)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def queues(system: System, *names: str, quota: float = 0.0) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from muster.agent import procs
 from muster.bus import NatsBus
 
 from services.allocator.actions import REGISTRY as ACTIONS
-from tests.agent.conftest import events, muster, queues, read_json_lines
+from tests.agent.conftest import POD_PYTHON, events, muster, queues, read_json_lines
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
@@ -25,7 +24,7 @@ PROBE = str(Path(__file__).with_name("probe.py"))
 def run_probe(system, out: Path, seconds: float, *flags: str, code: int = 0) -> str:
     """Submit the probe as a command job with ``muster run``; returns the job's name."""
     result = muster(
-        system, "run", "--json", *flags, "--", sys.executable, PROBE, str(out), str(seconds), str(code)
+        system, "run", "--json", *flags, "--", POD_PYTHON, PROBE, str(out), str(seconds), str(code)
     )
     return json.loads(result.stdout)["job"]
 
@@ -38,13 +37,12 @@ def of_type(system, kind: type, job: str) -> list:
     return [e for _, e in events(system) if isinstance(e, kind) and getattr(e, "job", None) == job]
 
 
-def test_a_gang_of_commands_runs_on_disjoint_devices_with_its_ranks(system, agents, tmp_path):
+def test_a_gang_of_commands_runs_on_disjoint_devices_with_its_ranks(system, agents, pod_out):
     queues(system, "team")
     agents.start("node-a", 2)
     agents.start("node-b", 2)
     registered(system, "node-a", "node-b")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     job = run_probe(system, out, 0.5, "--queue", "team", "--gpus", "1", "--count", "4")
 
     done = wait_for(
@@ -71,12 +69,11 @@ def alive(pid: int) -> bool:
     return procs.alive(pid, 0)
 
 
-def test_an_evicted_process_gets_sigterm_and_is_gone_before_the_pod_starts_again(system, agents, tmp_path):
+def test_an_evicted_process_gets_sigterm_and_is_gone_before_the_pod_starts_again(system, agents, pod_out):
     queues(system, "team")
     agents.start("node-a", 1)
     registered(system, "node-a")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     job = run_probe(system, out, 60, "--queue", "team", "--gpus", "1")
     (first,) = wait_for(lambda: starts(out, job), what="the pod started")
     bound = wait_for(lambda: of_type(system, ev.PodBound, job), what="PodBound")[0]
@@ -97,12 +94,11 @@ def test_an_evicted_process_gets_sigterm_and_is_gone_before_the_pod_starts_again
     assert bound.gpus == [0]
 
 
-def test_a_process_that_ignores_sigterm_is_killed_after_its_grace_period(system, agents, tmp_path):
+def test_a_process_that_ignores_sigterm_is_killed_after_its_grace_period(system, agents, pod_out):
     queues(system, "team")
     agents.start("node-a", 1)
     registered(system, "node-a")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     script = f"import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); open({str(out / 'pid')!r}, 'w').write(str(__import__('os').getpid())); time.sleep(60)"
     job = json.loads(
         muster(
@@ -114,7 +110,7 @@ def test_a_process_that_ignores_sigterm_is_killed_after_its_grace_period(system,
             "--grace-period",
             "1",
             "--",
-            sys.executable,
+            POD_PYTHON,
             "-c",
             script,
         ).stdout
@@ -126,12 +122,11 @@ def test_a_process_that_ignores_sigterm_is_killed_after_its_grace_period(system,
     assert not alive(pid)
 
 
-def test_an_exit_code_is_reported_as_pod_failed_and_zero_as_pod_completed(system, agents, tmp_path):
+def test_an_exit_code_is_reported_as_pod_failed_and_zero_as_pod_completed(system, agents, pod_out):
     queues(system, "team")
     agents.start("node-a", 2)
     registered(system, "node-a")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     bad = run_probe(system, out, 0.1, "--queue", "team", "--gpus", "1", code=3)
     good = run_probe(system, out, 0.1, "--queue", "team", "--gpus", "1")
     (failed,) = wait_for(lambda: of_type(system, ev.PodFailed, bad), what="PodFailed")
@@ -140,12 +135,11 @@ def test_an_exit_code_is_reported_as_pod_failed_and_zero_as_pod_completed(system
     assert not of_type(system, ev.PodCompleted, bad)
 
 
-def test_logs_show_what_a_pod_printed(system, agents, tmp_path):
+def test_logs_show_what_a_pod_printed(system, agents, pod_out):
     queues(system, "team")
     agents.start("node-a", 1)
     registered(system, "node-a")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     job = run_probe(system, out, 0.1, "--queue", "team", "--gpus", "1")
     wait_for(lambda: of_type(system, ev.PodCompleted, job), what="PodCompleted")
     assert "hello from rank 0" in muster(system, "logs", job).stdout
@@ -154,13 +148,12 @@ def test_logs_show_what_a_pod_printed(system, agents, tmp_path):
     assert missing.returncode == 1 and "no job no-such-job" in missing.stderr
 
 
-def test_a_killed_agent_loses_its_node_and_its_gang_runs_again_elsewhere(system, agents, tmp_path):
+def test_a_killed_agent_loses_its_node_and_its_gang_runs_again_elsewhere(system, agents, pod_out):
     queues(system, "team")
     agents.start("node-a", 2)
     agents.start("node-b", 2)
     registered(system, "node-a", "node-b")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     job = run_probe(system, out, 60, "--queue", "team", "--gpus", "1", "--count", "2")
     first = wait_for(lambda: len(starts(out, job)) == 2 and starts(out, job), what="the gang started")
     (node,) = {s["env"]["MUSTER_NODE"] for s in first}
@@ -192,13 +185,12 @@ def publish(system, subject: str, batch: list) -> None:
 
 
 def test_an_agent_that_restarts_reports_the_pods_that_died_with_it_and_they_run_again(
-    system, agents, tmp_path
+    system, agents, pod_out
 ):
     queues(system, "team")
     agents.start("node-a", 1)
     registered(system, "node-a")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     job = run_probe(system, out, 60, "--queue", "team", "--gpus", "1")
     (first,) = wait_for(lambda: starts(out, job), what="the pod started")
 
@@ -212,13 +204,12 @@ def test_an_agent_that_restarts_reports_the_pods_that_died_with_it_and_they_run_
 
 
 @pytest.mark.skipif("reclaim" not in ACTIONS, reason="the allocator has no reclaim action yet")
-def test_a_reclaim_stops_the_borrowers_process_and_the_owners_job_starts(system, agents, tmp_path):
+def test_a_reclaim_stops_the_borrowers_process_and_the_owners_job_starts(system, agents, pod_out):
     queues(system, "owner", quota=1)
     queues(system, "borrower", quota=0)
     agents.start("node-a", 1)
     registered(system, "node-a")
-    out = tmp_path / "out"
-    out.mkdir()
+    out = pod_out
     borrowed = run_probe(system, out, 60, "--queue", "borrower", "--gpus", "1")
     (victim,) = wait_for(lambda: starts(out, borrowed), what="the borrower's pod started")
 

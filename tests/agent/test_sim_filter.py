@@ -19,5 +19,5 @@ def test_the_sim_fleet_neither_confirms_nor_refuses_binds_to_an_agent_node():
 
 def test_a_failed_pod_is_projected_as_failed():
     ops, touched = convert(7, "muster.pods.default", [ev.PodFailed(job="j", pod=1, node="n", exit_code=3)])
-    assert ops[1:] == [PodChange("j", 1, "failed", 7)]
+    assert ops[1:] == [PodChange("j", 1, "failed", 7, exit_code=3)]
     assert touched == {"j"}

@@ -1,9 +1,11 @@
 """The agent's processes: start a pod under its shim, signal it, learn how it ended.
 
 Every pod runs as ``shim → command`` in a process group of its own, with
-stdout and stderr appended to ``<dir>/logs/<job>-<pod>.log``. What was
-started is written to ``<dir>/pods.json`` so an agent that restarts can
-adopt the pods that still run and learn how the others ended.
+stdout and stderr appended to ``<dir>/logs/<job>-<pod>.log``, in the
+environment, as the user and with the folder ``muster.agent.sandbox``
+gives it. What was started is written to ``<dir>/pods.json`` so an agent
+that restarts can adopt the pods that still run and learn how the others
+ended. ``<dir>`` is the agent's alone (mode 0700): pods reach nothing in it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from muster.agent import shim
 from muster.agent.plan import PodKey, PodRun
+from muster.agent.sandbox import PodFolders, RunAs, pod_environment, user_name
 
-SHIM = "muster.agent.shim"
+# Run as a script in isolated mode: it needs only the standard library, and its environment is the pod's.
+SHIM = [sys.executable, "-I", shim.__file__]
 
 
 def pod_env(run: PodRun, gpus: list[int], share: float, node: str, master: tuple[str, int]) -> dict[str, str]:
@@ -92,14 +97,21 @@ def alive(pid: int, started: float) -> bool:
     return True
 
 
+def _as_user(run_as: RunAs | None) -> list[str]:
+    return [] if run_as is None else ["--user", f"{run_as.uid}:{run_as.gid}"]
+
+
 class Processes:
     """The pods this agent runs, with their records on disk."""
 
-    def __init__(self, directory: Path, node: str):
+    def __init__(self, directory: Path, node: str, folders: PodFolders):
         self.dir = directory
         self.node = node
+        self.folders = folders
         self.logs = directory / "logs"
         self.exits = directory / "exits"
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        directory.chmod(0o700)
         self.logs.mkdir(parents=True, exist_ok=True)
         self.exits.mkdir(parents=True, exist_ok=True)
         self.state_path = directory / "pods.json"
@@ -134,6 +146,7 @@ class Processes:
         self.records.pop(key, None)
         self.children.pop(key, None)
         self.exit_path(key).unlink(missing_ok=True)
+        self.folders.remove(file_name(key))
         self.save()
 
     def recorded_exit(self, key: PodKey) -> int | None:
@@ -145,10 +158,16 @@ class Processes:
 
     # -- acting -------------------------------------------------------------------------------
 
-    async def start(self, key: PodKey, seq: int, command: list[str], env: dict[str, str], workdir: str | None,
-                    gpus: list[int], share: float) -> asyncio.subprocess.Process:  # fmt: skip
-        """Start the pod's command under its shim; raises OSError when it cannot start."""
+    async def start(self, key: PodKey, seq: int, command: list[str], spec_env: dict[str, str],
+                    variables: dict[str, str], workdir: str | None, gpus: list[int],
+                    share: float) -> asyncio.subprocess.Process:  # fmt: skip
+        """Start the pod's command under its shim, in a fresh folder of its own, with the spec's
+        environment and muster's ``variables`` and nothing of the agent's; raises OSError when it
+        cannot start."""
         self.exit_path(key).unlink(missing_ok=True)
+        folder = self.folders.make(file_name(key))
+        run_as = self.folders.run_as
+        env = pod_environment(spec_env, variables, folder, user_name(run_as))
         log = self.log_path(key)
         with open(log, "ab") as out:
             out.write(
@@ -156,10 +175,15 @@ class Processes:
             )
             out.flush()
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", SHIM, str(os.getpid()), str(self.exit_path(key)), "--", *command,
-                stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=asyncio.subprocess.STDOUT,
-                cwd=workdir or None, env={**os.environ, **env}, start_new_session=True,
+                *SHIM, str(os.getpid()), str(self.exit_path(key)), *_as_user(run_as),
+                "--cwd", workdir or str(folder), "--", *command,
+                stdin=asyncio.subprocess.PIPE, stdout=out, stderr=asyncio.subprocess.STDOUT,
+                cwd=folder, env={}, start_new_session=True,
             )  # fmt: skip
+        # On a pipe, not in the shim's own environment: nothing the interpreter adds gets mixed in.
+        proc.stdin.write(json.dumps(env).encode())
+        await proc.stdin.drain()
+        proc.stdin.close()
         self.children[key] = proc
         self.records[key] = Record(
             job=key[0],

@@ -24,6 +24,7 @@ from muster.agent import logs
 from muster.agent.machine import ADDRESS_LABEL
 from muster.agent.plan import Forget, Local, NodeLog, PodKey, Report, Start, Stop, decide
 from muster.agent.procs import Processes, alive, master_port, pod_env
+from muster.agent.sandbox import PodFolders, RunAs, default_pods_dir
 from muster.bus import NatsBus
 from muster.runtime.settings import Endpoints, Settings
 from muster.service import ServiceContext, rebuild_then_consume
@@ -41,10 +42,17 @@ class AgentConfig:
     """SIGTERM-to-SIGKILL seconds for pods that do not set their own."""
     address: str = field(default_factory=socket.gethostname)
     """How other machines reach this one (MASTER_ADDR of gangs whose rank 0 runs here)."""
+    run_as: RunAs | None = None
+    """The user pods run as (None: the agent's own; see ``muster.agent.sandbox``)."""
+    pods_dir: Path | None = None
+    """Where each pod gets its own folder (None: under the system's temporary folder)."""
 
     @property
     def directory(self) -> Path:
         return self.home / "agent" / self.node.name
+
+    def pod_folders(self) -> PodFolders:
+        return PodFolders(self.pods_dir or default_pods_dir(self.node.name), self.run_as)
 
 
 def consumer_name(node: str) -> str:
@@ -59,7 +67,9 @@ class Agent:
         self.node = config.node.name
         self.pool = config.node.pool
         self.log = NodeLog(self.node)
-        self.procs = Processes(config.directory, self.node)
+        folders = config.pod_folders()
+        folders.prepare()
+        self.procs = Processes(config.directory, self.node, folders)
         self.local: dict[PodKey, Local] = {}
         self.wake = asyncio.Event()
         self.published: set[str] = set()
@@ -130,17 +140,15 @@ class Agent:
         master = (
             self.config.address if master_node == self.node else self.addresses.get(master_node, master_node)
         )
-        env = {
-            **run.spec.env,
-            **pod_env(run, list(bind.gpus), bind.gpu_share, self.node, (master, master_port(bind.job))),
-        }
+        variables = pod_env(run, list(bind.gpus), bind.gpu_share, self.node, (master, master_port(bind.job)))
         local = Local(key=key, seq=action.seq, gpus=tuple(bind.gpus), share=bind.gpu_share)
         try:
             await self.procs.start(
                 key,
                 action.seq,
                 list(run.spec.command),
-                env,
+                dict(run.spec.env),
+                variables,
                 run.spec.workdir,
                 list(bind.gpus),
                 bind.gpu_share,

@@ -9,9 +9,11 @@ import logging
 import os
 import signal
 import socket
+from pathlib import Path
 
 from muster.agent.machine import Gpus, node_spec, nvml_gpus
 from muster.agent.runtime import AgentConfig, run_agent
+from muster.agent.sandbox import DEFAULT_USER, resolve_run_as, user_name
 from muster.cli.common import fail
 from muster.quantity import byte_count, cpu_millis
 from muster.runtime.settings import Endpoints, Settings
@@ -24,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Registers this machine as a node (GPUs through NVML when the NVIDIA library is "
         "present, else --gpus; CPU and memory from the OS), heartbeats, and runs every pod bound to it "
         "with CUDA_VISIBLE_DEVICES set to its devices. Logs go to $MUSTER_HOME/agent/NODE/logs/. "
-        "Ctrl-C stops its pods (SIGTERM, then SIGKILL after their grace period) and leaves the pool.",
+        "Ctrl-C stops its pods (SIGTERM, then SIGKILL after their grace period) and leaves the pool. "
+        "Pods never see the agent's environment; an agent running as root runs them as --run-as.",
     )
     p.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
     p.add_argument("--pool", default="default", help="node pool (default: default)")
@@ -43,6 +46,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--address", default=socket.gethostname(), help="address other machines reach this one at")
     p.add_argument(
         "--nats", help="NATS URL of the system (default: MUSTER_NATS_URL, then MUSTER_HOME's record)"
+    )
+    p.add_argument(
+        "--run-as",
+        metavar="USER",
+        help=f"user (name or uid) pods run as when the agent runs as root (default: {DEFAULT_USER}); "
+        "an agent that is not root runs them as its own user",
+    )
+    p.add_argument(
+        "--pods-dir",
+        type=Path,
+        help="folder in which each pod gets a scratch folder of its own, its HOME "
+        "(default: muster-pods-UID-NODE in the temporary folder)",
     )
     p.set_defaults(run=_run)
 
@@ -97,19 +112,37 @@ def _run(args: argparse.Namespace) -> int:
         fail(f"--memory: {exc}")
     if args.heartbeat <= 0:
         fail(f"--heartbeat: must be positive, got {args.heartbeat}")
+    try:
+        run_as = resolve_run_as(args.run_as, os.geteuid())
+    except ValueError as exc:
+        fail(str(exc))
     spec = node_spec(
         args.node, pool=args.pool, labels=labels, gpus=gpus, cpu=cpu, memory=memory, address=args.address
     )
     endpoints = nats_endpoints(args.nats)
     home = Settings.from_env().home
     config = AgentConfig(
-        node=spec, home=home, heartbeat=args.heartbeat, grace_period=args.grace_period, address=args.address
-    )
+        node=spec, home=home, heartbeat=args.heartbeat, grace_period=args.grace_period, address=args.address,
+        run_as=run_as, pods_dir=args.pods_dir,
+    )  # fmt: skip
+    folders = config.pod_folders()
+    try:
+        folders.prepare()
+    except ValueError as exc:
+        fail(str(exc))
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s agent {args.node} %(levelname)s %(message)s")
-    logging.getLogger("muster.agent").info(
+    log = logging.getLogger("muster.agent")
+    log.info(
         "node %s: %d gpus, %g cpu, %d bytes of memory; logs in %s",
         spec.name, gpus.count, spec.resources.cpu / 1000, spec.resources.memory, config.directory / "logs",
     )  # fmt: skip
+    if run_as is None:
+        log.info(
+            "pods run as %s, this agent's own user (only an agent running as root can run them as "
+            "another); their folders are under %s", user_name(None), folders.root,
+        )  # fmt: skip
+    else:
+        log.info("pods run as %s (uid %d); their folders are under %s", run_as.name, run_as.uid, folders.root)
 
     async def main() -> None:
         stop = asyncio.Event()

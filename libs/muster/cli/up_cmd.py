@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from muster.cli.common import fail
+from muster.runtime.home_lock import HomeLocked
 from muster.runtime.settings import Settings
-from muster.runtime.system import running_system, wait_until_interrupted
+from muster.runtime.system import System, running_system, wait_until_interrupted
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,10 +20,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "up",
         help="start NATS, Postgres and every service until Ctrl-C",
         description="Starts NATS JetStream and Postgres (embedded under MUSTER_HOME unless MUSTER_NATS_URL / "
-        "MUSTER_PG_DSN point at running ones) and every muster service, until Ctrl-C.",
+        "MUSTER_PG_DSN point at running ones) and every muster service, until Ctrl-C. One system per "
+        "MUSTER_HOME: on a home another `muster up` or `muster demo` runs in, it exits 2 and touches nothing.",
     )
     p.add_argument("--trace-console", action="store_true", help="print every service's spans to its log")
     p.set_defaults(run=_run)
+
+
+@contextlib.contextmanager
+def own_system(settings: Settings, **options) -> Iterator[System]:
+    """``running_system``, or exit 2 naming the home and its holder when another system runs there."""
+    with contextlib.ExitStack() as stack:
+        try:
+            system = stack.enter_context(running_system(settings, **options))
+        except HomeLocked as exc:
+            fail(str(exc))
+        yield system
 
 
 def wait_for_dashboard(home: Path, timeout: float = 10.0) -> str | None:
@@ -37,7 +53,7 @@ def wait_for_dashboard(home: Path, timeout: float = 10.0) -> str | None:
 def _run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     env = {"MUSTER_TRACE_CONSOLE": "1"} if args.trace_console else {}
-    with running_system(settings, service_env=env) as system:
+    with own_system(settings, service_env=env) as system:
         ep = system.endpoints
         print(f"muster is up (home {settings.home})")
         print(f"  nats      {ep.nats_url}")

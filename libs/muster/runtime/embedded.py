@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from muster.runtime.home_lock import home_lock
 from muster.runtime.security import NatsAuth, render_nats_conf, write_private
 
 # Postgres refuses to run as root; this account runs it when we are root.
@@ -333,20 +334,22 @@ def embedded_servers(
     """Start the servers asked for under ``home``; yield (nats_url, pg_dsn); stop them on exit.
 
     ``nats_auth`` / ``pg_password`` make them refuse clients without credentials;
-    neither appears in what is yielded.
+    neither appears in what is yielded. Raises ``HomeLocked`` when another process
+    runs servers under ``home``: starting them would stop its Postgres.
     """
     started: list[EmbeddedNats | EmbeddedPostgres] = []
-    try:
-        nats_url = pg_dsn = None
-        if nats:
-            server = EmbeddedNats(home, auth=nats_auth).start()
-            started.append(server)
-            nats_url = server.url
-        if postgres:
-            pg = EmbeddedPostgres(home, password=pg_password).start()
-            started.append(pg)
-            pg_dsn = pg.dsn
-        yield nats_url, pg_dsn
-    finally:
-        for server in reversed(started):
-            server.stop()
+    with home_lock(home):
+        try:
+            nats_url = pg_dsn = None
+            if nats:
+                server = EmbeddedNats(home, auth=nats_auth).start()
+                started.append(server)
+                nats_url = server.url
+            if postgres:
+                pg = EmbeddedPostgres(home, password=pg_password).start()
+                started.append(pg)
+                pg_dsn = pg.dsn
+            yield nats_url, pg_dsn
+        finally:
+            for server in reversed(started):
+                server.stop()

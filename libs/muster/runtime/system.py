@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from muster.runtime import security
 from muster.runtime.embedded import die_with_parent, embedded_servers
+from muster.runtime.home_lock import home_lock
 from muster.runtime.security import NatsAuth, NatsCredentials
 from muster.runtime.settings import Endpoints, Settings, clear_endpoints, write_endpoints
 
@@ -222,9 +223,18 @@ def running_system(
     everything else only reads (``MUSTER_NATS_AUTH=off`` / ``MUSTER_PG_AUTH=off``
     turn that off, ``MUSTER_NATS_TLS=1`` adds TLS). The CLI's logins are left
     in owner-only files under ``MUSTER_HOME/secrets``; no address recorded or
-    returned carries a password.
+    returned carries a password. Raises ``HomeLocked`` when another process runs a
+    system under the same home.
     """
-    settings.home.mkdir(parents=True, exist_ok=True)
+    # One system per home, refused before anything under it is touched (see home_lock).
+    with home_lock(settings.home), _system(settings, services, service_env) as system:
+        yield system
+
+
+@contextlib.contextmanager
+def _system(
+    settings: Settings, services: tuple[str, ...], service_env: dict[str, str] | None
+) -> Iterator[System]:
     plan = _Plan.of(settings)
     with embedded_servers(
         settings.home,
