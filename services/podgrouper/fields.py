@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.podgrouper.errors import ManifestError
+from services.podgrouper.limits import check_count
 
 
 def join(path: str, key: str | int) -> str:
@@ -71,13 +72,14 @@ def get_int(obj: dict[str, Any], key: str, path: str, default: int | None = None
     raise ManifestError(join(path, key), f"expected an integer, got {_type_name(value)} {value!r}")
 
 
-def get_count(obj: dict[str, Any], key: str, path: str, default: int) -> int:
-    """A replica-like count: an integer that must not be negative."""
+def get_count(obj: dict[str, Any], key: str, path: str, default: int, *, bounded: bool = True) -> int:
+    """A replica-like count: an integer that must not be negative and, unless ``bounded``
+    is off (a Job's ``completions`` counts runs, not pods at once), not above ``MAX_PODS``."""
     value = get_int(obj, key, path, default)
     assert value is not None
     if value < 0:
         raise ManifestError(join(path, key), f"must not be negative, got {value}")
-    return value
+    return check_count(value, join(path, key)) if bounded else value
 
 
 def get_str(obj: dict[str, Any], key: str, path: str, default: str | None = None) -> str | None:

@@ -15,12 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from muster import bounds
 from muster.events import PodGroupCreated
 
 from services.podgrouper.errors import ManifestError
-from services.podgrouper.fields import as_map
+from services.podgrouper.fields import as_map, join
+from services.podgrouper.limits import MAX_CREATED_DEPTH, MAX_PODS, check_count
 from services.podgrouper.metadata import finish
 from services.podgrouper.model import Batch, Context, Draft, Meta, object_meta
+from services.podgrouper.nesting import check_depth
 from services.podgrouper.registry import REGISTRY, Registry
 
 # Kinds that never run pods themselves; skipped unless a workload refers to them.
@@ -91,23 +94,50 @@ def _climb(
     return current
 
 
+def _pods(result: Draft | PodGroupCreated) -> int:
+    return result.pod_count if isinstance(result, Draft) else sum(p.count for p in result.pods)
+
+
 class _Grouping:
     def __init__(self, batch: Batch, uid: str, registry: Registry) -> None:
         self.batch = batch
         self.uid = uid
         self.registry = registry
+        self.depth = 0
+        """How many objects being grouped created the one being grouped now."""
 
     def group_object(
         self, obj: dict[str, Any], path: str, *, inherited: Meta | None = None, meta: Meta | None = None
     ) -> list[Draft]:
         """The drafts of one object; ``inherited`` is a skipped top owner's metadata, ``meta`` the
         object's own when the caller has read it already."""
+        if self.depth >= MAX_CREATED_DEPTH:
+            raise ManifestError(path, f"objects create objects more than {MAX_CREATED_DEPTH} levels deep")
         meta = meta or object_meta(obj, path, uid=self.uid)
         if inherited is not None:
             meta = meta.merged(inherited.labels, inherited.annotations)
         entry = self.registry.lookup(meta.api_version, meta.kind)
         ctx = Context(batch=self.batch, uid=self.uid, group_object=self.group_object, inherited=inherited)
-        return entry.grouper(obj, path, meta, ctx)
+        self.depth += 1
+        try:
+            results = entry.grouper(obj, path, meta, ctx)
+        finally:
+            self.depth -= 1
+        # Plugins bound each count they read; this bounds what the counts add up to.
+        check_count(sum(_pods(r) for r in results), join(path, "spec"))
+        return results
+
+
+def _check_bounds(event: PodGroupCreated) -> None:
+    """Refuse a group the bus would refuse, so the submission is rejected instead of lost.
+
+    Plugins name the manifest field for the bounds they can see (counts, minimums);
+    this catches the rest (a PriorityClass value past int32, a pod asking 10**12 GPUs)."""
+    try:
+        bounds.check_pod_group(event)
+    except bounds.OutOfBounds as exc:
+        field = exc.path.removeprefix("$.")
+        raise ManifestError("", f"group {event.name!r} field {field}: {exc.message}") from None
 
 
 def _merge(events: list[PodGroupCreated]) -> list[PodGroupCreated]:
@@ -140,13 +170,20 @@ def group_manifests(
     """
     if not isinstance(docs, list) or not docs:
         raise ManifestError("", "expected at least one manifest")
+    many = len(docs) > 1
+    # Every document first: a plugin may read any of them (a runtime, a template) recursively.
+    for i, doc in enumerate(docs):
+        try:
+            check_depth(doc)
+        except ManifestError as exc:
+            raise (exc.in_document(i) if many else exc) from None
     batch = Batch(docs=tuple(docs))
     grouping = _Grouping(batch, uid, registry or REGISTRY)
     priorities = batch.priority_values()
-    many = len(docs) > 1
     tops = _top_owners([d if isinstance(d, dict) else {} for d in docs])
     events: list[PodGroupCreated] = []
     pod_group_of: dict[int, str] = {}
+    pods = 0
     for i, doc in enumerate(docs):
         try:
             doc = as_map(doc, "")
@@ -177,8 +214,14 @@ def group_manifests(
                     )
                 if top != i and top in pod_group_of:
                     event = msgspec.structs.replace(event, name=pod_group_of[top])
+                _check_bounds(event)
                 pod_group_of.setdefault(i, event.name)
                 events.append(event)
+                pods += sum(p.count for p in event.pods)
+            if pods > MAX_PODS:
+                raise ManifestError(
+                    "", f"the submission makes {pods} pods, more than the {MAX_PODS} a workload may have"
+                )
         except ManifestError as exc:
             raise (exc.in_document(i) if many else exc) from None
     if not events:

@@ -5,7 +5,8 @@ default grouper) in short:
 
 - queue: ``kai.scheduler/queue`` on the top owner, then the pod; then the
   older ``runai/queue`` the same way; then a ``project`` label (``<project>-<pool>``
-  when the pod names a node pool); else ``default`` (the queue the queue-controller creates on an empty system; KAI calls its own ``default-queue``).
+  when the pod names a node pool); else ``default-queue``, KAI's fallback, which
+  the queue-controller creates on a system that has no queues.
 - priority class: walking the owners from the pod's direct owner up, the first of
   the owner's ``priorityClassName`` label, the pod's label, the pod's
   ``spec.priorityClassName``; else the plugin's fallback. KAI only accepts a name
@@ -33,7 +34,7 @@ PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
 TOPOLOGY_ANNOTATION = "kai.scheduler/topology"
 REQUIRED_PLACEMENT = "kai.scheduler/topology-required-placement"
 PREFERRED_PLACEMENT = "kai.scheduler/topology-preferred-placement"
-DEFAULT_QUEUE = "default"
+DEFAULT_QUEUE = "default-queue"
 DEFAULT_POOL = "default"
 UNKNOWN_CLASS_PRIORITY = 50
 

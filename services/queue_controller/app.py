@@ -6,10 +6,12 @@ from muster.bus import Delivery
 from muster.events import DeleteQueue, QueueSpec, UpsertQueue
 from muster.service import ServiceContext
 
+from services.podgrouper.metadata import DEFAULT_QUEUE as FALLBACK_QUEUE
 from services.queue_controller.decide import Book, decide, evolve
 
-# An empty system gets one queue, so a workload that names none has somewhere to go.
-DEFAULT_QUEUE = QueueSpec(name="default")
+# An empty system gets one queue, so a workload that names none has somewhere to go: the
+# podgrouper's fallback (KAI's `default-queue`). A log that already has queues is left as it is.
+DEFAULT_QUEUE = QueueSpec(name=FALLBACK_QUEUE)
 
 
 async def load_book(ctx: ServiceContext) -> Book:

@@ -12,6 +12,7 @@ import yaml
 from muster.events import PodGroupCreated
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.group import group_manifests
+from services.podgrouper.nesting import load_yaml_documents
 
 
 def register(sub: Any) -> None:
@@ -94,12 +95,16 @@ def _text(events: list[PodGroupCreated]) -> str:
 
 def _load(path: str) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
-        return [doc for doc in yaml.safe_load_all(handle) if doc is not None]
+        return load_yaml_documents(handle.read())
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         docs = _load(args.file)
+        events = group_manifests(docs)
+    except ManifestError as exc:
+        print(f"{args.file}: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"{args.file}: cannot read: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -108,11 +113,6 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     except UnicodeDecodeError as exc:
         print(f"{args.file}: not UTF-8 text: {exc.reason} at byte {exc.start}", file=sys.stderr)
-        return 2
-    try:
-        events = group_manifests(docs)
-    except ManifestError as exc:
-        print(f"{args.file}: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"groups": [group_json(e) for e in events]}, indent=2))

@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 
 from muster.cli.common import fail
+from services.podgrouper.errors import ManifestError
+from services.podgrouper.nesting import load_yaml_documents
 
 
 def read_documents(path: str) -> list[Any]:
@@ -19,9 +21,11 @@ def read_documents(path: str) -> list[Any]:
     except UnicodeDecodeError as exc:
         fail(f"{path}: not UTF-8 text: {exc.reason} at byte {exc.start}")
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = load_yaml_documents(text)
     except yaml.YAMLError as exc:
         fail(f"{path}: not valid YAML: {exc}")
+    except ManifestError as exc:  # nested too deep, or aliases that expand too far
+        fail(f"{path}: {exc}")
     if not docs:
         fail(f"{path}: the file holds no document")
     return docs

@@ -14,6 +14,7 @@ from services.podgrouper.groupers import (
     lws,
     notebook,
     ray,
+    scheduled,
     spark,
     trainjob,
 )
@@ -43,7 +44,9 @@ BUILTIN = (
     ("jobset.x-k8s.io", "JobSet", jobset.group_jobset),
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet", lws.group_lws),
     ("sparkoperator.k8s.io", "SparkApplication", spark.group_spark),
+    ("sparkoperator.k8s.io", "ScheduledSparkApplication", scheduled.group_scheduled_spark),
     ("argoproj.io", "Workflow", argo.group_workflow),
+    ("argoproj.io", "CronWorkflow", scheduled.group_cron_workflow),
     ("serving.knative.dev", "Service", knative.group_knative_service),
     ("grove.io", "PodCliqueSet", grove.group_podcliqueset),
     ("grove.io", "PodGangSet", grove.group_podcliqueset),

@@ -10,7 +10,9 @@ with the Workflow's labels merged in, without it as a top owner of its own.
 
 Loops: ``withItems`` and ``withSequence`` expand; ``withParam`` is only known at
 run time and counts once. A template reached again while it is being expanded
-(recursion) is not expanded again. ``templateRef`` and ``workflowTemplateRef``
+(recursion) is not expanded again. A workflow expanding to more than
+``limits.MAX_PODS`` steps, or whose templates call each other more than
+``limits.MAX_DEPTH`` deep, is refused. ``templateRef`` and ``workflowTemplateRef``
 resolve against WorkflowTemplate / ClusterWorkflowTemplate documents submitted
 in the same batch.
 """
@@ -24,7 +26,9 @@ import yaml
 
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.fields import as_map, get_bool, get_int, get_list, get_map, get_str, join, string_map
+from services.podgrouper.limits import MAX_DEPTH, MAX_PODS
 from services.podgrouper.model import Context, Draft, Meta, PodTemplate
+from services.podgrouper.nesting import load_yaml_documents
 from services.podgrouper.podspec import combine_requests, pod_spec_from_totals
 
 TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
@@ -39,6 +43,7 @@ class _Walk:
     templates: dict[str, tuple[dict[str, Any], str]]
     drafts: list[Draft] = field(default_factory=list)
     names: dict[str, int] = field(default_factory=dict)
+    steps: int = 0
 
     def unique(self, name: str) -> str:
         seen = self.names.get(name, 0)
@@ -103,6 +108,8 @@ def _resolve(walk: _Walk, step: dict[str, Any], path: str) -> tuple[dict[str, An
 def _expand(walk: _Walk, template: dict[str, Any], tpath: str, prefix: str, stack: tuple[int, ...]) -> None:
     if id(template) in stack:
         return
+    if len(stack) >= MAX_DEPTH:
+        raise ManifestError(tpath, f"templates call templates more than {MAX_DEPTH} deep")
     stack = (*stack, id(template))
     calls: list[tuple[dict[str, Any], str]] = []
     for i, group in enumerate(get_list(template, "steps", tpath)):
@@ -125,6 +132,9 @@ def _expand(walk: _Walk, template: dict[str, Any], tpath: str, prefix: str, stac
         name = get_str(step, "name", path) or "step"
         count = _loop_count(step, path)
         for k in range(count):
+            walk.steps += 1
+            if walk.steps > MAX_PODS:
+                raise ManifestError(path, f"the workflow expands to more than {MAX_PODS} steps")
             step_prefix = f"{prefix}-{name}" if count == 1 else f"{prefix}-{name}-{k}"
             _expand(walk, resolved[0], resolved[1], step_prefix, stack)
     _pods_of(walk, template, tpath, prefix)
@@ -195,17 +205,32 @@ def _pods_of(walk: _Walk, template: dict[str, Any], tpath: str, prefix: str) -> 
         text = get_str(resource, "manifest", rpath)
         if not text:
             raise ManifestError(mpath, "required for action create/apply")
-        try:
-            obj = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ManifestError(mpath, f"not valid YAML: {exc}") from exc
+        obj = _manifest(text, mpath)
         inherited = walk.workflow if get_bool(resource, "setOwnerReference", rpath) else None
         walk.drafts += walk.ctx.group_object(as_map(obj, mpath), mpath, inherited=inherited)
 
 
+def _manifest(text: str, mpath: str) -> Any:
+    """The one document of a resource template's ``manifest``, errors inside it named below ``mpath``."""
+    try:
+        docs = load_yaml_documents(text)
+    except yaml.YAMLError as exc:
+        raise ManifestError(mpath, f"not valid YAML: {exc}") from exc
+    except ManifestError as exc:
+        inner = exc.path if exc.path.startswith("[") or not exc.path else f".{exc.path}"
+        raise ManifestError(mpath + inner, exc.message) from None
+    if len(docs) != 1:
+        raise ManifestError(mpath, f"expected one document, got {len(docs)}")
+    return docs[0]
+
+
 def group_workflow(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
     spath = join(path, "spec")
-    spec = as_map(obj.get("spec"), spath)
+    return workflow_drafts(as_map(obj.get("spec"), spath), spath, meta, ctx)
+
+
+def workflow_drafts(spec: dict[str, Any], spath: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """The groups of a workflow spec at ``spath`` (a Workflow's, or the one a CronWorkflow creates)."""
     templates = _template_index(get_list(spec, "templates", spath), join(spath, "templates"))
     entry = get_str(spec, "entrypoint", spath)
     if spec.get("workflowTemplateRef") is not None:

@@ -72,7 +72,7 @@ def group_replicated(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -
 def job_pods(spec: dict[str, Any], spath: str) -> int:
     """Pods a Job runs at once: ``parallelism`` (default 1), no more than ``completions``."""
     parallelism = get_count(spec, "parallelism", spath, 1)
-    completions = get_count(spec, "completions", spath, parallelism)
+    completions = get_count(spec, "completions", spath, parallelism, bounded=False)
     return min(parallelism, completions)
 
 

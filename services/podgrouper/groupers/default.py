@@ -1,10 +1,10 @@
-"""The default rule: one pod group for everything the top owner creates.
+"""The default rule: one pod group for everything the top owner creates, min 1.
 
-Two uses. Kinds KAI sends to its default grouper on purpose (ReplicaSet,
-StatefulSet, PaddleJob, SparkApplication) get KAI's answer: one group, min 1.
-A kind muster does not know at all is grouped as cli.md promises: one group
-holding the pod templates found anywhere under ``spec``, **all of them
-required**, and ``kind`` says ``"<Kind> (default rule)"``.
+Kinds KAI sends to its default grouper on purpose (ReplicaSet, StatefulSet,
+PaddleJob, SparkApplication) and kinds muster does not know at all get the same
+answer (cli.md, podgrouper-rules.md §2): one group of min 1 named after the
+owner. For an unknown kind the pods are the pod templates found anywhere under
+``spec``, and ``kind`` says ``"<Kind> (default rule)"``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.podgrouper.fields import join
+from services.podgrouper.limits import check_count
 from services.podgrouper.model import Context, Draft, Meta, PodTemplate, pod_template
 
 # Keys that hold a pod template rather than naming a role.
@@ -19,11 +20,11 @@ _STRUCTURAL = {"spec", "template", "templates", "podSpec", "podTemplate", "jobTe
 _COUNT_KEYS = ("replicas", "parallelism", "instances")
 
 
-def _count(node: dict[str, Any]) -> int:
+def _count(node: dict[str, Any], path: str) -> int:
     for key in _COUNT_KEYS:
         value = node.get(key)
         if isinstance(value, int) and not isinstance(value, bool):
-            return max(value, 0)
+            return check_count(max(value, 0), join(path, key))
     return 1
 
 
@@ -45,27 +46,22 @@ def find_pod_templates(value: Any, path: str, *, role: str = "pod", multiplier: 
         return [pod_template(value, path, role=role, count=multiplier)]
     if isinstance(value.get("containers"), list):
         return [pod_template(value, path, role=role, count=multiplier, spec_key=None)]
-    multiplier *= _count(value)
+    multiplier = check_count(multiplier * _count(value, path), path)
     for key, child in value.items():
         child_role = role if key in _STRUCTURAL else str(key).lower()
         found += find_pod_templates(child, join(path, str(key)), role=child_role, multiplier=multiplier)
     return found
 
 
-def shared_group(meta: Meta, kind: str, pods: list[PodTemplate], *, min_available: int = 1) -> list[Draft]:
-    """KAI's default grouper: one group named after the owner, min 1 unless told."""
+def shared_group(meta: Meta, kind: str, pods: list[PodTemplate]) -> list[Draft]:
+    """KAI's default grouper: one group named after the owner, min 1."""
     pods = [t for t in pods if t.pod.count > 0]
     if not pods:
         return []
-    return [
-        Draft(
-            name=meta.name, kind=kind, top=meta, owners=(meta,), pods=tuple(pods), min_available=min_available
-        )
-    ]
+    return [Draft(name=meta.name, kind=kind, top=meta, owners=(meta,), pods=tuple(pods), min_available=1)]
 
 
 def group_unknown(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
-    """A kind no plugin knows: its pods, all required (cli.md)."""
+    """A kind no plugin knows: KAI's default rule over the pod templates under ``spec``."""
     pods = find_pod_templates(obj.get("spec"), join(path, "spec"))
-    total = sum(t.pod.count for t in pods)
-    return shared_group(meta, f"{meta.kind} (default rule)", pods, min_available=total)
+    return shared_group(meta, f"{meta.kind} (default rule)", pods)

@@ -18,6 +18,7 @@ from muster.events import SubGroup
 
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.fields import as_map, get_count, get_int, get_list, get_str, join, require_map
+from services.podgrouper.limits import check_count
 from services.podgrouper.model import Context, Draft, Meta, PodTemplate, pod_template
 
 
@@ -35,6 +36,7 @@ def _cliques(template: dict[str, Any], tpath: str) -> dict[str, tuple[int, PodTe
         minimum = get_int(spec, "minAvailable", spath, replicas)
         if minimum is None or minimum <= 0:
             raise ManifestError(join(spath, "minAvailable"), f"must be positive, got {minimum}")
+        check_count(minimum, join(spath, "minAvailable"))
         pods = pod_template(
             require_map(spec, "podSpec", spath),
             join(spath, "podSpec"),
@@ -89,7 +91,20 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
             priority_class=priority,
         )
 
-    for r in range(get_count(spec, "replicas", spath, 1)):
+    # Each replica repeats every clique outside a scaling group once and each scaling group's
+    # cliques once per scaling replica: bound that before building any of it.
+    where = join(tpath, "podCliqueScalingGroups" if scaling else "cliques")
+    pods_each = sum(cliques[c][1].pod.count for c in cliques if c not in in_groups)
+    parts_each = sum(1 for c in cliques if c not in in_groups)
+    for _, members, replicas, _ in scaling:
+        pods_each += check_count(replicas * sum(cliques[c][1].pod.count for c in members), where)
+        parts_each += check_count(replicas * len(members), where, "sub-groups")
+    check_count(pods_each, where)
+    check_count(parts_each, where, "sub-groups")
+    copies = get_count(spec, "replicas", spath, 1)
+    check_count(copies * pods_each, join(spath, "replicas"))
+    check_count(copies * parts_each, join(spath, "replicas"), "sub-groups")
+    for r in range(copies):
         base = f"{meta.name}-{r}"
         parts = [(c, c) for c in cliques if c not in in_groups]
         for group, members, _, minimum in scaling:

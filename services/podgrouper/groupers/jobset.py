@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.podgrouper.fields import as_map, get_int, get_list, get_map, get_str, join, require_map
+from services.podgrouper.limits import check_count
 from services.podgrouper.model import Context, Draft, Meta, PodTemplate, pod_template
 
 ABSENT_STARTUP_ORDER = "InOrder"
@@ -33,19 +34,22 @@ def replicated_jobs(spec: dict[str, Any], spath: str) -> list[tuple[str, int, Po
         rpath = join(join(spath, "replicatedJobs"), i)
         rjob = as_map(raw, rpath)
         name = get_str(rjob, "name", rpath) or f"job-{i}"
-        replicas = _at_least_one(get_int(rjob, "replicas", rpath))
+        replicas = check_count(_at_least_one(get_int(rjob, "replicas", rpath)), join(rpath, "replicas"))
         tpath = join(rpath, "template")
         jpath = join(tpath, "spec")
         job_spec = require_map(require_map(rjob, "template", rpath), "spec", tpath)
-        parallelism = _at_least_one(get_int(job_spec, "parallelism", jpath))
+        parallelism = check_count(
+            _at_least_one(get_int(job_spec, "parallelism", jpath)), join(jpath, "parallelism")
+        )
         completions = get_int(job_spec, "completions", jpath)
         if completions is not None and 0 < completions < parallelism:
             parallelism = completions
-        count = replicas * parallelism
+        count = check_count(replicas * parallelism, rpath)
         template = pod_template(
             require_map(job_spec, "template", jpath), join(jpath, "template"), role=name, count=count
         )
         out.append((name, count, template))
+    check_count(sum(count for _, count, _ in out), join(spath, "replicatedJobs"))
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.podgrouper.fields import join, require_map
+from services.podgrouper.limits import check_count
 from services.podgrouper.model import IMPLICIT, Context, Draft, Meta, nested_meta, pod_template
 
 MIN_SCALE = ("autoscaling.knative.dev/min-scale", "autoscaling.knative.dev/minScale")
@@ -39,6 +40,7 @@ def group_knative_service(obj: dict[str, Any], path: str, meta: Meta, ctx: Conte
     revision = revision.merged(meta.labels, {})
     min_scale = _scale(revision.annotations, MIN_SCALE, 1)
     pods = max(min_scale, _scale(revision.annotations, INITIAL_SCALE, 1))
+    check_count(pods, join(join(tpath, "metadata"), "annotations"))
     if pods == 0:
         return []
     pod = pod_template(template, tpath, role="pod", count=pods)

@@ -22,6 +22,7 @@ from muster.events import SubGroup
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.fields import as_map, get_int, get_map, get_str, join, require_map
 from services.podgrouper.groupers.default import shared_group
+from services.podgrouper.limits import check_count
 from services.podgrouper.model import Context, Draft, Meta, PodTemplate, pod_template
 
 REPLICA_MAPS = {
@@ -62,6 +63,7 @@ def replica_specs(obj: dict[str, Any], path: str, kind: str) -> list[tuple[str, 
         assert replicas is not None
         if replicas <= 0:
             raise ManifestError(join(epath, "replicas"), f"must be positive, got {replicas}")
+        check_count(replicas, join(epath, "replicas"))
         template = pod_template(
             require_map(entry, "template", epath),
             join(epath, "template"),
@@ -69,6 +71,7 @@ def replica_specs(obj: dict[str, Any], path: str, kind: str) -> list[tuple[str, 
             count=replicas,
         )
         out.append((str(rtype), replicas, template))
+    check_count(sum(replicas for _, replicas, _ in out), mpath)
     return out
 
 
@@ -81,7 +84,7 @@ def _scheduling_min(obj: dict[str, Any], path: str) -> int | None:
     value = get_int(policy, "minAvailable", ppath)
     if value is not None and value < 0:
         raise ManifestError(join(ppath, "minAvailable"), f"must not be negative, got {value}")
-    return value
+    return None if value is None else check_count(value, join(ppath, "minAvailable"))
 
 
 def _draft(meta: Meta, pods: list[PodTemplate], min_available: int, subgroups=()) -> list[Draft]:
@@ -147,7 +150,7 @@ def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
     if elastic_min is not None:
         if elastic_min < 0:
             raise ManifestError(join(epath, "minReplicas"), f"must not be negative, got {elastic_min}")
-        min_available = elastic_min
+        min_available = check_count(elastic_min, join(epath, "minReplicas"))
     scheduling = _scheduling_min(obj, path)
     if scheduling is not None:
         min_available = scheduling

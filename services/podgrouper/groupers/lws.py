@@ -19,6 +19,7 @@ from muster.events import SubGroup
 
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.fields import get_count, get_int, get_map, get_str, join, require_map
+from services.podgrouper.limits import check_count
 from services.podgrouper.model import IMPLICIT, Context, Draft, Meta, PodTemplate, pod_template
 
 SEGMENT_SIZE = "kai.scheduler/segment-size"
@@ -51,6 +52,8 @@ def group_lws(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
     size = get_int(lwt, "size", lpath)
     if size is None or size <= 0:
         raise ManifestError(join(lpath, "size"), f"required and must be positive, got {size}")
+    check_count(size, join(lpath, "size"))
+    check_count(replicas * size, join(spath, "replicas"))
     policy = get_str(spec, "startupPolicy", spath) or "LeaderCreated"
     if policy == "LeaderCreated":
         min_available = size

@@ -21,6 +21,7 @@ from muster.events import SubGroup
 
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.fields import as_map, get_bool, get_count, get_list, get_str, join, require_map
+from services.podgrouper.limits import check_count
 from services.podgrouper.model import IMPLICIT, Context, Draft, Meta, PodTemplate, pod_template
 
 PRIORITY_LABEL = "ray.io/priority-class-name"
@@ -58,6 +59,7 @@ def cluster_gang(cluster: dict[str, Any], cpath: str) -> tuple[int, list[SubGrou
         replicas = get_count(group, "replicas", wpath, 0)
         min_replicas = get_count(group, "minReplicas", wpath, 0)
         hosts = get_count(group, "numOfHosts", wpath, 1) or 1
+        check_count(replicas * hosts, wpath)
         if min_replicas > replicas:
             raise ManifestError(
                 join(wpath, "minReplicas"), f"must not exceed replicas ({min_replicas} > {replicas})"

@@ -92,10 +92,14 @@ def _role(spec: dict[str, Any], spath: str, role: str, count: int) -> PodTemplat
 
 
 def group_spark(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
-    spath = join(path, "spec")
-    spec = require_map(obj, "spec", path)
+    return spark_drafts(require_map(obj, "spec", path), join(path, "spec"), meta, "SparkApplication")
+
+
+def spark_drafts(spec: dict[str, Any], spath: str, meta: Meta, kind: str) -> list[Draft]:
+    """The group of an application spec at ``spath`` (a SparkApplication's, or the one a
+    ScheduledSparkApplication creates), reported as ``kind``."""
     executors = get_count(get_map(spec, "executor", spath), "instances", join(spath, "executor"), 1)
     pods = [_role(spec, spath, "driver", 1)]
     if spec.get("executor") is not None:
         pods.append(_role(spec, spath, "executor", executors))
-    return shared_group(meta, "SparkApplication", pods)
+    return shared_group(meta, kind, pods)

@@ -81,3 +81,41 @@ def test_invalid_yaml_exits_2(tmp_path, capsys):
     path.write_text("kind: [unclosed")
     assert run(["group", str(path)]) == 2
     assert "not valid YAML" in capsys.readouterr().err
+
+
+def deep_yaml(levels: int) -> str:
+    return (
+        "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\nspec:\n"
+        + "".join("  " * i + "x:\n" for i in range(1, levels))
+        + "  " * levels
+        + "y: 1\n"
+    )
+
+
+def test_a_thousand_levels_deep_yaml_file_exits_2_naming_the_file_and_field(tmp_path, capsys):
+    path = tmp_path / "deep.yaml"
+    path.write_text(deep_yaml(1000))
+    assert run(["group", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and str(path) in captured.err and "spec.x.x" in captured.err
+    assert "nested more than" in captured.err
+
+
+def test_a_thousand_levels_deep_json_file_exits_2_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "deep.json"
+    path.write_text('{"apiVersion": "v1", "kind": "Pod", "spec": ' + '{"x": ' * 1000 + "1" + "}" * 1001)
+    assert run(["group", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "nested more than" in err
+
+
+def test_absurd_replicas_exit_2_naming_the_file_and_field(tmp_path, capsys):
+    path = tmp_path / "huge.yaml"
+    path.write_text(
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: p}\nspec:\n  pytorchReplicaSpecs:\n"
+        "    Worker: {replicas: 1000000000, template: {spec: {containers: [{name: c}]}}}\n"
+    )
+    assert run(["group", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and str(path) in captured.err
+    assert "spec.pytorchReplicaSpecs.Worker.replicas: 1000000000 pods is more than" in captured.err

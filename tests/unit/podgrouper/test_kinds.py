@@ -29,7 +29,7 @@ spec: {{replicas: 4, template: {{{POD_SPEC}}}}}
     )
 
 
-def test_unknown_kind_requires_all_its_pods_and_says_default_rule():
+def test_unknown_kind_is_one_group_of_min_one_and_says_default_rule():
     group = only(
         group_yaml(f"""
 apiVersion: example.com/v1
@@ -46,7 +46,7 @@ spec:
     )
     assert group.kind == "Trainer (default rule)"
     assert [(p.role, p.count) for p in group.pods] == [("coordinator", 1), ("shard", 3)]
-    assert group.min_available == 4
+    assert group.min_available == 1
 
 
 def test_job_runs_no_more_pods_than_completions():

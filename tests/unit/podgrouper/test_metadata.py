@@ -46,7 +46,7 @@ def test_project_label_with_node_pool_names_the_queue():
 
 
 def test_without_labels_the_queue_is_default_queue():
-    assert only(group_yaml(job())).queue == "default"
+    assert only(group_yaml(job())).queue == "default-queue"
 
 
 def test_queue_override_wins_over_labels():

@@ -109,7 +109,7 @@ def test_cronjob_run_keeps_its_parallel_pods_in_one_group_of_min_one():
         3,
     )
     assert group.pods[0].resources.cpu == 1000 and group.pods[0].resources.memory == 200 * MI
-    assert group.queue == "default"  # kueue's queue label is ignored
+    assert group.queue == "default-queue"  # kueue's queue label is ignored
 
 
 def test_deployment_gives_each_pod_its_own_inference_group():
