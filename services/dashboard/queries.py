@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from muster.store import timeline
+from muster.store.queries import JOB_STATUSES, failure_text, failures
 
 RESOURCES = ("gpu", "cpu", "memory")
-JOB_STATUSES = ("pending", "running", "preempted", "completed", "deleted")
 # Pods that hold a place on a node right now (binding already reserves it).
 _PLACED = ["binding", "bound", "releasing"]
 
@@ -164,7 +164,17 @@ async def jobs(
         f" ORDER BY j.created_seq DESC, j.name LIMIT ${len(args)}) j {_JOB_PODS} ORDER BY j.created_seq DESC, j.name",
         *args,
     )
-    return {"total": total, "jobs": [dict(r) for r in rows]}
+    return {"total": total, "jobs": await _with_failures(conn, [dict(r) for r in rows])}
+
+
+async def _with_failures(conn, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each job row with its failed pods; a failed job's reason says how it failed."""
+    failed = await failures(conn, [r["name"] for r in rows])
+    for r in rows:
+        r["failures"] = failed.get(r["name"], [])
+        if r["status"] == "failed" and r["failures"]:
+            r["reason"] = failure_text(r["failures"])
+    return rows
 
 
 def _like_escape(text: str) -> str:
@@ -178,7 +188,7 @@ async def job(conn, name: str) -> dict[str, Any] | None:
     )
     if row is None:
         return None
-    out = dict(row)
+    [out] = await _with_failures(conn, [dict(row)])
     spec = _loads(out.pop("spec")) or {}
     out["subgroups"] = spec.get("subgroups", [])
     out["topology"] = spec.get("topology")
@@ -190,9 +200,12 @@ async def job(conn, name: str) -> dict[str, Any] | None:
             "gpus": list(p["gpus"]),
             "gpu_share": p["gpu_share"],
             "request": {"gpu": p["gpu"], "cpu": p["cpu"] / 1000.0, "memory": float(p["memory"])},
+            "exit_code": p["exit_code"],
+            "failure_reason": p["failure_reason"],
         }
         for p in await conn.fetch(
-            "SELECT idx, status, node, gpus, gpu_share, gpu, cpu, memory FROM pods WHERE job = $1 ORDER BY idx",
+            "SELECT idx, status, node, gpus, gpu_share, gpu, cpu, memory, exit_code, failure_reason"
+            " FROM pods WHERE job = $1 ORDER BY idx",
             name,
         )
     ]

@@ -4,6 +4,26 @@ Every event becomes a row of the append-only ``events`` table plus the
 projection updates it implies. Operations are plain (sql, args) pairs so
 they can be tested without a database; the sink runs them in one
 transaction with the checkpoint, so a redelivered event changes nothing.
+
+A job's status is derived from its pods' rows, in one place
+(``REDERIVE_JOB_STATUS``; ``SET_RUNNING`` is its shortcut for a job the batch
+leaves a pod running of), first rule that holds:
+
+- ``completed``: every pod completed.
+- ``running``: a pod holds its node (bound, or releasing it).
+- ``failed``: every pod has ended (completed or failed) and at least one
+  failed. This is Kubernetes' rule for a pod's phase, one level up ("all
+  containers have terminated, at least one in failure"). A job with a failed
+  pod and another still pending or binding is not failed: the allocator
+  still places that pod (as KAI's scheduler does: a failed pod just stops
+  holding resources, and failing the workload is left to its controller,
+  which muster does not have), so until it has run the job reads as
+  waiting, with the allocator's reason. Nothing stops a failed pod's gang
+  mates either, so a job whose pod failed while others still run is running.
+- ``preempted``: none of the above, and a pod of it has run before.
+- ``pending``: none of the above.
+
+``deleted`` (PodGroupDeleted) is final and wins over all of these.
 """
 
 from __future__ import annotations
@@ -54,6 +74,7 @@ class PodChange(NamedTuple):
 
     ``placement`` is (node, gpus, gpu_share); (None, [], 0.0) for a pod that
     left its node; None when the event does not say (the row keeps its node).
+    ``exit_code`` and ``failure_reason``: how a failed pod ended (PodFailed).
     """
 
     job: str
@@ -61,6 +82,8 @@ class PodChange(NamedTuple):
     status: str
     seq: int
     placement: tuple[str | None, list[int], float] | None = None
+    exit_code: int | None = None
+    failure_reason: str | None = None
 
     def then(self, later: PodChange) -> PodChange:
         """This change followed by ``later``: later wins, but keeps a placement it does not state.
@@ -68,15 +91,32 @@ class PodChange(NamedTuple):
         A pod that finished stays finished (see FINISHED_POD_STATUSES)."""
         if self.status in FINISHED_POD_STATUSES:
             return self
-        return (
-            later
-            if later.placement is not None
-            else PodChange(later.job, later.pod, later.status, later.seq, self.placement)
+        if later.placement is not None:
+            return later
+        return PodChange(
+            later.job,
+            later.pod,
+            later.status,
+            later.seq,
+            self.placement,
+            later.exit_code,
+            later.failure_reason,
         )
 
     def args(self) -> tuple:
         node, gpus, share = self.placement or (None, [], 0.0)
-        return (self.job, self.pod, self.status, self.placement is not None, node, gpus, share, self.seq)
+        return (
+            self.job,
+            self.pod,
+            self.status,
+            self.placement is not None,
+            node,
+            gpus,
+            share,
+            self.seq,
+            self.exit_code,
+            self.failure_reason,
+        )
 
 
 def _json(value: object) -> str:
@@ -132,7 +172,7 @@ DELETE_JOB = "UPDATE jobs SET status = 'deleted', updated_seq = $2 WHERE name = 
 UPDATE_POD = (
     "UPDATE pods SET status = $3, node = CASE WHEN $4 THEN $5 ELSE node END,"
     " gpus = CASE WHEN $4 THEN $6::integer[] ELSE gpus END, gpu_share = CASE WHEN $4 THEN $7 ELSE gpu_share END,"
-    " updated_seq = $8 WHERE job = $1 AND idx = $2"
+    " updated_seq = $8, exit_code = $9, failure_reason = $10 WHERE job = $1 AND idx = $2"
 )
 # Not run as such: the sink folds these into the status re-derivation ($2 of REDERIVE_JOB_STATUS).
 JOB_RAN = "UPDATE jobs SET ever_ran = true WHERE name = $1"
@@ -267,8 +307,8 @@ def convert(
                 ops.append(
                     Op(INSERT_DEAD_LETTER, (seq, idx, d.service, d.subject, d.stream_seq, d.error, d.data))
                 )
-            case PodFailed(job=job, pod=pod):
-                ops.append(PodChange(job, pod, "failed", seq))
+            case PodFailed(job=job, pod=pod, exit_code=code, reason=reason):
+                ops.append(PodChange(job, pod, "failed", seq, None, code, reason or None))
                 touched.add(job)
             case _:  # NodeLost: the events row; the NodeRemoved after it marks the node
                 pass
@@ -285,12 +325,12 @@ UPDATE jobs j SET status = 'running', ever_ran = j.ever_ran OR t.ran
 FROM unnest($1::text[], $2::boolean[]) AS t(name, ran)
 WHERE j.name = t.name AND j.status <> 'deleted'
 """
-# Job status follows from its pods: see the lifecycle in muster.events.
+# Job status follows from its pods: the rules, and why, are in this module's docstring.
 REDERIVE_JOB_STATUS = """
 UPDATE jobs j SET ever_ran = j.ever_ran OR c.ran, status = CASE
         WHEN c.completed = j.pods_total THEN 'completed'
         WHEN c.bound > 0 THEN 'running'
-        WHEN c.failed > 0 THEN 'failed'
+        WHEN c.failed > 0 AND c.completed + c.failed = j.pods_total THEN 'failed'
         WHEN j.ever_ran OR c.ran THEN 'preempted'
         ELSE 'pending' END
 FROM (SELECT t.name AS job, t.ran,

@@ -72,13 +72,16 @@ _JOB_COLUMNS = (
     "submitted_at", "created_seq",
 )  # fmt: skip
 _POD_COLUMNS = ("job", "idx", "gpu", "cpu", "memory", "updated_seq")
-_CHANGE_COLUMNS = ("job", "idx", "status", "placed", "node", "gpus", "gpu_share", "updated_seq")
+_CHANGE_COLUMNS = (
+    "job", "idx", "status", "placed", "node", "gpus", "gpu_share", "updated_seq", "exit_code", "failure_reason",
+)  # fmt: skip
 _STAGING = (
     "CREATE TEMP TABLE IF NOT EXISTS stage_jobs ON COMMIT DELETE ROWS AS"
     f" SELECT {', '.join(_JOB_COLUMNS)} FROM jobs WITH NO DATA",
     f"CREATE TEMP TABLE IF NOT EXISTS stage_pods ON COMMIT DELETE ROWS AS SELECT {', '.join(_POD_COLUMNS)} FROM pods WITH NO DATA",
     "CREATE TEMP TABLE IF NOT EXISTS stage_pod_changes (job text, idx integer, status text, placed boolean, node text,"
-    " gpus integer[], gpu_share double precision, updated_seq bigint) ON COMMIT DELETE ROWS",
+    " gpus integer[], gpu_share double precision, updated_seq bigint, exit_code integer, failure_reason text)"
+    " ON COMMIT DELETE ROWS",
 )
 _MERGE_JOBS = (
     f"INSERT INTO jobs ({', '.join(_JOB_COLUMNS)}, status, updated_seq)"
@@ -91,7 +94,8 @@ _MERGE_PODS = (
 _MERGE_CHANGES = (
     "UPDATE pods p SET status = s.status, node = CASE WHEN s.placed THEN s.node ELSE p.node END,"
     " gpus = CASE WHEN s.placed THEN s.gpus ELSE p.gpus END,"
-    " gpu_share = CASE WHEN s.placed THEN s.gpu_share ELSE p.gpu_share END, updated_seq = s.updated_seq"
+    " gpu_share = CASE WHEN s.placed THEN s.gpu_share ELSE p.gpu_share END, updated_seq = s.updated_seq,"
+    " exit_code = s.exit_code, failure_reason = s.failure_reason"
     " FROM stage_pod_changes s WHERE p.job = s.job AND p.idx = s.idx"
     f" AND p.status NOT IN ({', '.join(repr(status) for status in c.FINISHED_POD_STATUSES)})"
 )

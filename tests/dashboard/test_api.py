@@ -144,7 +144,7 @@ async def test_queues_come_as_a_tree_with_every_resource_in_user_units(client):
 
 async def test_a_parent_queue_counts_the_jobs_of_its_whole_subtree(client):
     [research] = (await get(client, "/api/queues"))["queues"]
-    assert research["jobs"] == {"pending": 1, "running": 2, "preempted": 0, "completed": 0}
+    assert research["jobs"] == {"pending": 1, "running": 2, "preempted": 0, "completed": 0, "failed": 0}
     assert research["children"][1]["jobs"]["pending"] == 1
 
 
@@ -256,7 +256,7 @@ async def test_activity_after_a_sequence_returns_only_newer_decisions(client):
 
 async def test_the_overview_counts_jobs_capacity_and_the_last_cycle(client):
     ov = await get(client, "/api/overview")
-    assert ov["jobs"] == {"pending": 1, "running": 2, "preempted": 0, "completed": 0}
+    assert ov["jobs"] == {"pending": 1, "running": 2, "preempted": 0, "completed": 0, "failed": 0}
     assert (ov["nodes"], ov["queues"]) == (2, 3)
     assert ov["gpu"] == {"total": 6.0, "used": 4.5}
     assert (ov["last_cycle"]["cycle"], ov["last_cycle"]["evictions"]) == (2, 1)

@@ -12,6 +12,7 @@ from muster.events import (
     PodBound,
     PodCompleted,
     PodEvicted,
+    PodFailed,
     PodGroupCreated,
     PodGroupDeleted,
     PodSpec,
@@ -172,6 +173,34 @@ def test_a_whole_life_reads_in_log_order_whatever_order_the_rows_come_in():
     ]
     assert entries[5].text == "pod 0 evicted from gpu-a, back to pending"
     assert entries[7].text == "pod 0 completed on gpu-b"
+
+
+def test_a_failure_names_the_pod_its_node_its_exit_code_and_the_nodes_words():
+    [entry] = timeline(
+        [row(6, PodFailed(job="train", pod=1, node="gpu-a", exit_code=3, reason="out of memory", at=9.0))],
+        "train",
+    )
+    assert (entry.kind, entry.exit_code, entry.reason, entry.clock) == ("failed", 3, "out of memory", 9.0)
+    assert entry.text == "pod 1 failed on gpu-a with exit code 3: out of memory"
+
+
+def test_a_failure_without_a_process_has_no_exit_code_to_show():
+    [entry] = timeline(
+        [row(6, PodFailed(job="train", pod=0, node="gpu-a", reason="no command to run"))], "train"
+    )
+    assert (entry.exit_code, entry.text) == (None, "pod 0 failed on gpu-a: no command to run")
+
+
+def test_pods_that_fail_alike_in_one_message_read_as_one_entry_and_unlike_as_two():
+    rows = [
+        row(6, PodFailed(job="train", pod=0, node="gpu-a", exit_code=1, reason="exited with code 1"), idx=0),
+        row(6, PodFailed(job="train", pod=1, node="gpu-a", exit_code=1, reason="exited with code 1"), idx=1),
+        row(6, PodFailed(job="train", pod=2, node="gpu-b", exit_code=-9, reason="killed by signal 9"), idx=2),
+    ]
+    assert [e.text for e in timeline(rows, "train")] == [
+        "pods 0-1 failed on gpu-a with exit code 1: exited with code 1",
+        "pod 2 failed on gpu-b with exit code -9: killed by signal 9",
+    ]
 
 
 def test_payloads_as_dicts_read_the_same_as_json_text():

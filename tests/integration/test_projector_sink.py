@@ -11,6 +11,7 @@ from muster.events import (
     PodBound,
     PodCompleted,
     PodEvicted,
+    PodFailed,
     PodGroupCreated,
     PodSpec,
     Resources,
@@ -160,3 +161,99 @@ async def test_a_completed_pod_stays_completed_whatever_later_messages_say_of_it
 async def test_a_completed_pod_stays_completed_when_later_messages_come_in_the_same_batch(pg_pool):
     await PostgresSink(pg_pool).apply([*history(), completed(), *after_completion(5)])
     assert await pod_and_job_statuses(pg_pool) == (["completed", "completed"], "completed")
+
+
+def failed(seq: int = 4) -> Delivery:
+    """Pod 0 of `train` exits with code 3; pod 1 still runs."""
+    return Delivery(
+        "muster.pods.default",
+        seq,
+        [
+            PodFailed(
+                job="train", pod=0, node="n", exit_code=3, reason="exited with code 3: CUDA out of memory"
+            )
+        ],
+    )
+
+
+async def failure_rows(pool) -> list[tuple]:
+    async with pool.acquire() as conn:
+        return [
+            tuple(r)
+            for r in await conn.fetch(
+                "SELECT idx, status, node, exit_code, failure_reason FROM pods WHERE job = 'train' ORDER BY idx"
+            )
+        ]
+
+
+async def test_a_failed_pod_keeps_its_node_exit_code_and_reason(pg_pool):
+    await PostgresSink(pg_pool).apply([*history(), failed()])
+    assert await failure_rows(pg_pool) == [
+        (0, "failed", "n", 3, "exited with code 3: CUDA out of memory"),
+        (1, "bound", "n", None, None),
+    ]
+
+
+async def test_a_job_whose_pod_failed_is_running_while_another_of_its_pods_runs(pg_pool):
+    await PostgresSink(pg_pool).apply([*history(), failed()])
+    assert await pod_and_job_statuses(pg_pool) == (["failed", "bound"], "running")
+
+
+async def test_a_job_fails_once_its_last_pod_ends_if_one_of_them_failed(pg_pool):
+    sink = PostgresSink(pg_pool)
+    await sink.apply([*history(), failed()])
+    await sink.apply([Delivery("muster.pods.default", 5, [PodCompleted(job="train", pod=1, node="n")])])
+    assert await pod_and_job_statuses(pg_pool) == (["failed", "completed"], "failed")
+
+
+async def test_a_job_whose_pod_failed_waits_rather_than_fails_while_another_pod_is_to_run(pg_pool):
+    evicted = Delivery("muster.pods.default", 5, [PodEvicted(job="train", pod=1, node="n")])
+    await PostgresSink(pg_pool).apply([*history(), failed(), evicted])
+    assert await pod_and_job_statuses(pg_pool) == (["failed", "pending"], "preempted")
+
+
+async def test_a_pod_that_fails_before_it_ever_ran_fails_its_job(pg_pool):
+    group = PodGroupCreated(name="train", queue="q", pods=[PodSpec(resources=Resources(gpu=1))])
+    await PostgresSink(pg_pool).apply(
+        [
+            Delivery("muster.podgroups", 1, [group]),
+            Delivery("muster.decisions.default", 2, [BindRequested(job="train", pod=0, node="n", gpus=[0])]),
+            Delivery(
+                "muster.pods.default", 3, [PodFailed(job="train", pod=0, node="n", reason="no command")]
+            ),
+        ]
+    )
+    assert await pod_and_job_statuses(pg_pool) == (["failed"], "failed")
+    assert await failure_rows(pg_pool) == [(0, "failed", "n", None, "no command")]
+
+
+def after_failure(first_seq: int) -> list[Delivery]:
+    """What the log may still say of a pod that failed: an eviction decided before the allocator read
+    the failure, the binder's refusal of a move's bind, a late confirmation and a late completion."""
+    return [
+        *after_completion(first_seq),
+        Delivery(
+            "muster.pods.default",
+            first_seq + 2,
+            [
+                PodEvicted(job="train", pod=0, node="n"),
+                PodBound(job="train", pod=0, node="m", gpus=[0]),
+                PodCompleted(job="train", pod=0, node="m"),
+                PodFailed(job="train", pod=0, node="m", exit_code=1, reason="a second answer"),
+            ],
+        ),
+    ]
+
+
+async def test_a_failed_pod_stays_failed_whatever_later_messages_say_of_it(pg_pool):
+    sink = PostgresSink(pg_pool)
+    await sink.apply([*history(), failed()])
+    await sink.apply(after_failure(5))
+    (pod0, _) = await failure_rows(pg_pool)
+    assert pod0 == (0, "failed", "n", 3, "exited with code 3: CUDA out of memory")
+
+
+async def test_a_failed_pod_stays_failed_when_later_messages_come_in_the_same_batch(pg_pool):
+    await PostgresSink(pg_pool).apply([*history(), failed(), *after_failure(5)])
+    (pod0, _) = await failure_rows(pg_pool)
+    assert pod0 == (0, "failed", "n", 3, "exited with code 3: CUDA out of memory")

@@ -110,11 +110,19 @@ def render(state: dict, limit: int | None = 20) -> Group:
     jobs.add_column("queue", overflow="fold", max_width=12)
     jobs.add_column("status", no_wrap=True)
     jobs.add_column("where / why", overflow="fold", max_width=40)
-    style = {"running": "green", "pending": "yellow", "preempted": "red", "completed": "dim", "failed": "red"}
+    # Failed stands out from preempted: a preempted job will run again, a failed one will not.
+    style = {
+        "running": "green",
+        "pending": "yellow",
+        "preempted": "red",
+        "completed": "dim",
+        "failed": "bold reverse red",
+    }
     items = list(state["jobs"].items())
     for name, job in items[:limit]:
         where = ", ".join(sorted({p["node"] for p in job["pods"]})) if job["pods"] else (job["reason"] or "")
-        jobs.add_row(name, job["queue"], Text(job["status"], style=style.get(job["status"], "")), where)
+        # Text, not markup: a failure's reason is a node's own words and may hold brackets.
+        jobs.add_row(name, job["queue"], Text(job["status"], style=style.get(job["status"], "")), Text(where))
     nodes = Table(title="nodes (GPU in use)", title_justify="left", pad_edge=False)
     nodes.add_column("node", overflow="fold", max_width=18)
     nodes.add_column("pool", max_width=10)

@@ -1,4 +1,4 @@
-"""``muster why JOB``: a job's story from the log — submitted, waited (and why), bound, evicted."""
+"""``muster why JOB``: a job's story from the log — submitted, waited (and why), bound, evicted, failed."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ import asyncio
 
 import msgspec
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
 from muster.store import connect
+from muster.store.queries import failure_text, failures
 from muster.store.timeline import Entry, load
 
 
@@ -22,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 async def story(job: str) -> tuple[dict | None, list[Entry]]:
+    """The job's row (with its failed pods under ``failures``) and its timeline; (None, []) if unknown."""
     endpoints = running_endpoints()
     conn = await connect(endpoints.reader_dsn, endpoints.prefix)
     try:
@@ -30,9 +34,32 @@ async def story(job: str) -> tuple[dict | None, list[Entry]]:
         )
         if row is None:
             return None, []
-        return dict(row), await load(conn, job)
+        found = dict(row)
+        found["failures"] = (await failures(conn, [job])).get(job, [])
+        return found, await load(conn, job)
     finally:
         await conn.close()
+
+
+def reason_of(job: dict) -> str | None:
+    """Why the job is not running: how it failed, or what it waits for; None while it runs."""
+    if job["status"] == "failed":
+        return failure_text(job["failures"]) or job["reason"]
+    return job["reason"] if job["status"] != "running" else None
+
+
+def headline(job: dict) -> list[str]:
+    """The lines above the timeline: the job's status and why, and any pod of it that failed."""
+    lines = [f"[bold]{escape(job['name'])}[/] in queue {escape(job['queue'])}: [bold]{job['status']}[/]"]
+    reason = reason_of(job)
+    if job["status"] == "failed":
+        lines.append(f"  failed because: {escape(reason or 'a pod failed')}")
+    elif job["status"] in ("pending", "preempted") and reason:
+        lines.append(f"  now waiting because: {escape(reason)}")
+    if job["status"] != "failed" and job["failures"]:
+        # A pod failed, but the job still runs or waits to run the rest: worth knowing before the table.
+        lines.append(f"  note: {escape(failure_text(job['failures']))}")
+    return lines
 
 
 def _since(entry: Entry, start: float | None) -> str:
@@ -53,20 +80,21 @@ def _run(args: argparse.Namespace) -> int:
                 "job": job["name"],
                 "queue": job["queue"],
                 "status": job["status"],
-                "reason": job["reason"] if job["status"] != "running" else None,
+                "reason": reason_of(job),
+                "failures": job["failures"],
                 "timeline": msgspec.to_builtins(entries),
             }
         )
         return 0
     console = Console()
-    console.print(f"[bold]{job['name']}[/] in queue {job['queue']}: [bold]{job['status']}[/]")
-    if job["status"] in ("pending", "preempted") and job["reason"]:
-        console.print(f"  now waiting because: {job['reason']}")
+    for line in headline(job):
+        console.print(line)
     table = Table(show_header=True, header_style="bold")
     table.add_column("seq", justify="right")
     table.add_column("when", justify="right")
     table.add_column("what happened", overflow="fold")
     for entry in entries:
-        table.add_row(str(entry.seq), _since(entry, job["submitted_at"]), entry.text)
+        # Text, not markup: a node's words about a failure may hold brackets.
+        table.add_row(str(entry.seq), _since(entry, job["submitted_at"]), Text(entry.text))
     console.print(table)
     return 0

@@ -3,10 +3,46 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import asyncpg
 
+from muster.store.timeline import failure_line
+
+JOB_STATUSES = ("pending", "running", "preempted", "completed", "failed", "deleted")
+"""Every status a job's row can have; services/projector/convert.py says how its pods decide it."""
+
 _LIVE_POD = ("bound", "releasing")
+_FAILED_PODS = (
+    "SELECT job, idx, node, exit_code, failure_reason FROM pods WHERE status = 'failed'"
+    " AND ($1::text[] IS NULL OR job = ANY($1::text[])) ORDER BY job, idx"
+)
+
+
+async def failures(conn: asyncpg.Connection, jobs: Iterable[str] | None = None) -> dict[str, list[dict]]:
+    """The failed pods of ``jobs`` (None: of every job), by job: pod, node, exit_code, reason."""
+    out: dict[str, list[dict]] = {}
+    names = None if jobs is None else list(jobs)
+    for row in await conn.fetch(_FAILED_PODS, names):
+        out.setdefault(row["job"], []).append(
+            {
+                "pod": row["idx"],
+                "node": row["node"],
+                "exit_code": row["exit_code"],
+                "reason": row["failure_reason"],
+            }
+        )
+    return out
+
+
+def failure_text(failed: list[dict]) -> str:
+    """How a job's pods failed, in one line: the first failure, and how many more there were."""
+    if not failed:
+        return ""
+    first = failed[0]
+    text = failure_line(f"pod {first['pod']}", first["node"] or "", first["exit_code"], first["reason"])
+    more = len(failed) - 1
+    return text + (f"; {more} more pod{'s' if more > 1 else ''} failed" if more else "")
 
 
 def _user_units(values: dict[str, float]) -> dict[str, float]:
@@ -15,7 +51,11 @@ def _user_units(values: dict[str, float]) -> dict[str, float]:
 
 
 async def status(conn: asyncpg.Connection) -> dict:
-    """The live system in ``muster simulate --json``'s shape, plus nodes."""
+    """The live system in ``muster simulate --json``'s shape, plus nodes.
+
+    Beyond that shape: a job with a failed pod has ``failures`` (pod, node, exit_code, reason),
+    and a ``failed`` job's ``reason`` says how it failed.
+    """
     jobs: dict[str, dict] = {}
     for row in await conn.fetch(
         "SELECT name, queue, status, reason FROM jobs WHERE status <> 'deleted' ORDER BY submitted_at, name"
@@ -31,6 +71,13 @@ async def status(conn: asyncpg.Connection) -> dict:
     ):
         if row["job"] in jobs:
             jobs[row["job"]]["pods"].append({"node": row["node"], "gpus": list(row["gpus"])})
+    for name, failed in (await failures(conn)).items():
+        job = jobs.get(name)
+        if job is not None:
+            # Only where a pod failed: every other job keeps `muster simulate --json`'s shape.
+            job["failures"] = failed
+            if job["status"] == "failed":
+                job["reason"] = failure_text(failed)
     for job in jobs.values():
         if job["status"] == "running":
             job["reason"] = None

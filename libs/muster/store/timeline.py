@@ -27,6 +27,7 @@ EVICTION_REQUESTED = "eviction_requested"
 MADE_ROOM = "made_room"
 EVICTED = "evicted"
 COMPLETED = "completed"
+FAILED = "failed"
 DELETED = "deleted"
 
 _POD_EVENTS = {
@@ -36,6 +37,7 @@ _POD_EVENTS = {
     "EvictionRequested": EVICTION_REQUESTED,
     "PodEvicted": EVICTED,
     "PodCompleted": COMPLETED,
+    "PodFailed": FAILED,
 }
 
 
@@ -69,6 +71,9 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True):
     job: str | None = None
     """For ``made_room``: the other job whose pods were evicted."""
     reason: str | None = None
+    """Why it waits (``waiting``), why a bind failed, an eviction's reason, how a pod failed."""
+    exit_code: int | None = None
+    """For ``failed``: the process's exit status (negative: killed by that signal; None: no process)."""
 
 
 # Rows that concern one job: its own events, cycles that changed its pending
@@ -76,7 +81,8 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True):
 JOB_EVENTS_SQL = """
 SELECT stream_seq, idx, type, payload, recorded_at FROM events
 WHERE (type IN ('PodGroupCreated', 'PodGroupDeleted') AND payload->>'name' = $1)
-   OR (type IN ('BindRequested', 'BindFailed', 'PodBound', 'EvictionRequested', 'PodEvicted', 'PodCompleted')
+   OR (type IN ('BindRequested', 'BindFailed', 'PodBound', 'EvictionRequested', 'PodEvicted', 'PodCompleted',
+                'PodFailed')
        AND payload->>'job' = $1)
    OR (type = 'EvictionRequested' AND payload->>'for_job' = $1)
    OR (type = 'CycleCompleted' AND payload->'pending'->>$1 IS NOT NULL)
@@ -140,13 +146,14 @@ def timeline(rows: Iterable[Mapping[str, Any]], job: str) -> list[Entry]:
                     "action": payload.get("action") or None,
                     "for_job": payload.get("for_job") or None,
                     "reason": payload.get("reason") or None,
+                    "exit_code": payload.get("exit_code"),
                     "pipelined": bool(payload.get("pipelined")),
                 }
             )
     return [_render(group) for group in _merge(raw)]
 
 
-_MERGE_KEY = ("kind", "seq", "job", "action", "for_job", "reason", "pipelined")
+_MERGE_KEY = ("kind", "seq", "job", "action", "for_job", "reason", "exit_code", "pipelined")
 
 
 def _merge(raw: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -212,6 +219,8 @@ def _render(group: list[dict[str, Any]]) -> Entry:
         text += f" ({reason})" if reason else ""
     elif kind == EVICTED:
         text = f"{who} evicted from {where}, back to pending"
+    elif kind == FAILED:
+        text = failure_line(who, where, first["exit_code"], reason)
     else:  # COMPLETED
         text = f"{who} completed on {where}"
     return Entry(
@@ -224,7 +233,16 @@ def _render(group: list[dict[str, Any]]) -> Entry:
         for_job=for_job,
         job=first["job"] if kind == MADE_ROOM else None,
         reason=reason,
+        exit_code=first["exit_code"] if kind == FAILED else None,
     )
+
+
+def failure_line(who: str, where: str, exit_code: int | None, reason: str | None) -> str:
+    """'pod 0 failed on gpu-a with exit code 3: out of memory'; the words ``muster why`` and status share."""
+    text = f"{who} failed on {where or '?'}"
+    if exit_code is not None:
+        text += f" with exit code {exit_code}"
+    return text + (f": {reason}" if reason else "")
 
 
 def _plural(n: int, word: str) -> str:

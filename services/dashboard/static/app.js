@@ -3,14 +3,15 @@
 "use strict";
 
 const REFRESH_MS = 2000;
-const STATUSES = ["running", "pending", "preempted", "completed"];
+const STATUSES = ["running", "pending", "preempted", "completed", "failed"];
 // Colour-blind-friendly hues, assigned to queues in tree order so every panel agrees.
 const PALETTE = ["#3056d3", "#1f9d74", "#d97706", "#b4457f", "#7c4dcc", "#0e8fb0", "#c2410c", "#5b7f1f", "#8a5a44", "#4b5b8c"];
 
 // What each kind of why-timeline entry (muster.store.timeline) is called on the page.
 const KIND_LABEL = {
   created: "submitted", waiting: "waiting", bind_requested: "placed", bound: "started", bind_failed: "bind failed",
-  eviction_requested: "eviction", made_room: "made room", evicted: "evicted", completed: "completed", deleted: "deleted",
+  eviction_requested: "eviction", made_room: "made room", evicted: "evicted", completed: "completed", failed: "failed",
+  deleted: "deleted",
 };
 const state = { queue: "", status: "", q: "", job: "" };
 const data = { overview: null, queues: [], jobs: { total: 0, jobs: [] }, nodes: [], activity: [], job: null };
@@ -322,6 +323,13 @@ function renderNodes() {
   }).join(""));
 }
 
+// How a failed pod ended, beside its badge: the exit code, the node's words on hover.
+function podEnd(p) {
+  if (p.status !== "failed") return "";
+  const code = p.exit_code === null || p.exit_code === undefined ? "no exit code" : `exit ${p.exit_code}`;
+  return ` <span class="exit" title="${esc(p.failure_reason || "")}">${esc(code)}</span>`;
+}
+
 function renderJob() {
   const drawer = $("job-detail");
   drawer.hidden = !state.job;
@@ -341,9 +349,10 @@ function renderJob() {
     ["priority", `${j.priority}${j.preemptible ? "" : " ·np"}`],
     ["gpu asked", num(j.gpu)],
   ].map(([k, v]) => `<div class="fact"><div class="k">${k}</div><div class="v">${esc(v)}</div></div>`).join("");
-  const reason = j.reason && j.status !== "running" && j.status !== "completed"
-    ? `<div class="reason-box" id="job-reason"><b>Why it waits</b>${esc(j.reason)}</div>` : "";
-  const pods = j.pods.map((p) => `<tr><td>${p.idx}</td><td>${badge(p.status === "bound" ? "running" : p.status)}</td><td>${esc(p.node || "–")}</td>
+  const reason = !j.reason || j.status === "running" || j.status === "completed" ? ""
+    : j.status === "failed" ? `<div class="reason-box failed" id="job-reason"><b>Why it failed</b>${esc(j.reason)}</div>`
+    : `<div class="reason-box" id="job-reason"><b>Why it waits</b>${esc(j.reason)}</div>`;
+  const pods = j.pods.map((p) => `<tr><td>${p.idx}</td><td>${badge(p.status === "bound" ? "running" : p.status)}${podEnd(p)}</td><td>${esc(p.node || "–")}</td>
       <td>${p.gpus.length ? (p.gpu_share ? `${fraction(p.gpu_share)} of gpu ${p.gpus[0]}` : `gpu ${p.gpus.join(", ")}`) : "–"}</td>
       <td class="num">${num(p.request.gpu)}</td><td class="num">${num(p.request.cpu)}</td><td class="num">${bytes(p.request.memory)}</td></tr>`).join("");
   const entries = j.timeline.slice().reverse().map((e) => `

@@ -6,6 +6,7 @@ from muster.events import (
     PodBound,
     PodCompleted,
     PodEvicted,
+    PodFailed,
     PodGroupCreated,
     PodSpec,
     Resources,
@@ -98,9 +99,37 @@ def test_a_pods_changes_in_one_batch_fold_into_the_state_the_log_leaves():
     rebound = c.convert(7, "p", [PodBound(job="a", pod=0, node="m", gpus=[2])])[0]
     done = c.convert(8, "p", [PodCompleted(job="a", pod=0, node="m")])[0]
     assert plan(bind + bound + evicted + rebound + done).pod_changes == [
-        ("a", 0, "completed", True, "m", [2], 0.0, 8)
+        ("a", 0, "completed", True, "m", [2], 0.0, 8, None, None)
     ]
-    assert plan(bind + evicted).pod_changes == [("a", 0, "pending", True, None, [], 0.0, 6)]
+    assert plan(bind + evicted).pod_changes == [("a", 0, "pending", True, None, [], 0.0, 6, None, None)]
+
+
+def test_a_failed_pod_keeps_its_exit_code_and_its_nodes_words_and_marks_its_job():
+    ops, touched = c.convert(
+        9, "p", [PodFailed(job="a", pod=1, node="n", exit_code=3, reason="CUDA error: out of memory")]
+    )
+    change = next(op for op in ops if isinstance(op, c.PodChange))
+    assert (change.status, change.exit_code, change.failure_reason) == (
+        "failed",
+        3,
+        "CUDA error: out of memory",
+    )
+    assert touched == {"a"}
+
+
+def test_a_failure_without_a_process_has_no_exit_code_and_an_empty_reason_is_none():
+    ops, _ = c.convert(9, "p", [PodFailed(job="a", pod=0, node="n")])
+    change = next(op for op in ops if isinstance(op, c.PodChange))
+    assert (change.exit_code, change.failure_reason) == (None, None)
+
+
+def test_a_failure_folded_after_a_bind_keeps_the_placement_and_how_the_pod_ended():
+    bound = c.convert(5, "p", [PodBound(job="a", pod=0, node="n", gpus=[1])])[0]
+    failed = c.convert(6, "p", [PodFailed(job="a", pod=0, node="n", exit_code=3, reason="boom")])[0]
+    evicted = c.convert(7, "p", [PodEvicted(job="a", pod=0, node="n")])[0]
+    assert plan(bound + failed + evicted).pod_changes == [
+        ("a", 0, "failed", True, "n", [1], 0.0, 6, 3, "boom")
+    ]
 
 
 def test_jobs_that_had_a_pod_bound_are_remembered_for_the_status_rederivation():

@@ -8,8 +8,8 @@ import pytest
 from muster.bus import Delivery
 from muster.events import PodGroupCreated
 
+from services.projector import convert, sink
 from services.projector import pipeline as pipeline_module
-from services.projector import sink
 from services.projector.pipeline import Pipeline
 
 
@@ -73,3 +73,18 @@ async def test_a_failed_commit_surfaces_before_anything_later_is_committed():
         await pipeline.handle([message(2)])
     await asyncio.sleep(0)
     assert rec.batches == []
+
+
+async def test_a_refused_message_is_passed_by_the_position_and_projects_nothing():
+    # The bus hands a message readers refuse (muster.bus.admission) over with no events.
+    refused = Delivery("muster.workloads", 2, [])
+    prepared = sink.prepare([message(1), refused, message(3)], 0)
+    assert (prepared.last, prepared.count) == (3, 3)
+    rows = prepared.plan.appends[convert.INSERT_EVENT]
+    assert [row[0] for row in rows] == [1, 3]
+    rec = Recorder()
+    rec.release.set()
+    pipeline = Pipeline(0, rec.commit)
+    await pipeline.handle([refused])
+    await pipeline.drain()
+    assert rec.batches == [(0, 2)]
