@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import time
@@ -17,6 +18,8 @@ from muster.subjects import Subjects
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
 from services.allocator.handlers import AllocatorHandlers
+
+log = logging.getLogger(__name__)
 
 
 def consumed_subjects(subjects: Subjects, pool: str) -> list[str]:
@@ -37,6 +40,27 @@ def load_config(env: dict[str, str]) -> AllocatorConfig:
         return AllocatorConfig()
     data = yaml.safe_load(Path(path).read_text()) or {}
     return msgspec.convert(data, AllocatorConfig)
+
+
+async def tend_lease(handlers: AllocatorHandlers, lease: Lease) -> None:
+    """One look at the lease: keep it, give it up, or take it at an epoch above every one the log has seen."""
+    log_epoch = handlers.fence.current(handlers.pool)
+    if handlers.leader:
+        if log_epoch > handlers.epoch:
+            # Another election was recorded after ours (a lease bucket lost and recreated elects anew):
+            # the binder now refuses every decision of our epoch. Stand down, and take the lease again
+            # above the log's epoch at the next look if it is still ours.
+            log.warning(
+                "pool %s: the log elected epoch %d over ours (%d); standing down", handlers.pool,
+                log_epoch, handlers.epoch,
+            )  # fmt: skip
+            handlers.step_down()
+        elif not await lease.renew():
+            handlers.step_down()
+        return
+    held = await lease.acquire(log_epoch)
+    if held is not None:
+        await handlers.become_leader(held.epoch, lease.holder, held.previous)
 
 
 async def run(ctx: ServiceContext) -> None:
@@ -75,10 +99,7 @@ async def run(ctx: ServiceContext) -> None:
                 continue
             if time.monotonic() >= next_lease_check:
                 next_lease_check = time.monotonic() + ttl / 3
-                if handlers.leader and not await lease.renew():
-                    handlers.step_down()
-                elif not handlers.leader and (held := await lease.acquire()) is not None:
-                    await handlers.become_leader(held.epoch, instance, held.previous)
+                await tend_lease(handlers, lease)
             if handlers.leader:
                 await handlers.maybe_cycle()
     finally:
