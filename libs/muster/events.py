@@ -19,13 +19,14 @@ Job (pod group) lifecycle::
     binding ──BindFailed / BindRejected──► pending
     running ──EvictionRequested──► releasing ──PodEvicted──► pending (preempted)
     running ──PodCompleted (every pod)──► completed
-    running ──PodFailed (a pod's process ended badly)──► failed
+    running ──PodCompleted / PodFailed (every pod ended, one or more failed)──► failed
     any ──PodGroupDeleted──► gone
 
 Pod lifecycle (a pod is ``(job, index)``, index over the job's pod specs
 expanded in order)::
 
     pending ──BindRequested──► binding ──PodBound──► bound
+    pending ──AdoptPods, then PodBound──► bound   (already running when handed over: no decision)
     binding ──BindFailed / BindRejected──► pending
     bound ──EvictionRequested──► releasing ──PodEvicted──► pending
     bound ──PodCompleted──► completed
@@ -38,6 +39,14 @@ PodBound (process started), its end with PodCompleted (exit 0) or PodFailed
 past the grace period, SIGKILL). A pod the agent finds gone without a known
 end (it restarted without its processes) is reported PodEvicted, so its gang
 returns to the queue.
+
+Adoption: pods that already run when a fleet is handed over (``muster apply``
+of a scenario's ``running`` pods) are named in ``AdoptPods`` on
+``nodes.<pool>``, before their workload is submitted. The fleet is the
+authority on what runs on its nodes: once it has read a pod's group, it
+answers with ``PodBound`` (``at`` = when the pod started) or ``BindFailed``
+(why it cannot run there). No allocator decides on a pool while a pod of a
+group it knows is named and unanswered, so nothing is placed twice.
 
 Node loss: an agent node whose heartbeats (NodeUpdated) stop for longer than
 the node monitor's timeout is declared lost in one envelope on
@@ -87,7 +96,8 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     command: list[str] = []
     """What ``muster agent`` runs for each pod (argv; empty: nothing to run)."""
     env: dict[str, str] = {}
-    """Environment the command gets on top of the agent's and muster's own variables."""
+    """Environment of the command: on top of a clean one (PATH, HOME, USER, LOGNAME),
+    never the agent's; muster's own variables (RANK, CUDA_VISIBLE_DEVICES...) win."""
     workdir: str | None = None
     """Working directory of the command (None: the agent's)."""
     grace_period: float | None = None
@@ -132,6 +142,18 @@ class QueueSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     min_runtime: MinRuntime | None = None
     order: int = 0
     """Creation order; breaks ties where KAI uses creation time."""
+
+
+class AdoptedPod(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One pod already running on a node, as it is handed to the fleet."""
+
+    job: str
+    pod: int
+    node: str
+    gpus: list[int] = []
+    """Device indices on the node."""
+    started_at: float = 0.0
+    """Clock at which it started: before the fleet heard of it, as a rule."""
 
 
 class NodeSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -236,6 +258,19 @@ class NodeUpdated(_Event, tag="NodeUpdated", kw_only=True):
 class NodeRemoved(_Event, tag="NodeRemoved", kw_only=True):
     name: str
     pool: str = "default"
+
+
+class AdoptPods(_Event, tag="AdoptPods", kw_only=True):
+    """Pods already running on the fleet's nodes of ``pool``: the fleet is to report them.
+
+    A request, not a fact: a pod runs once the fleet answers ``PodBound``.
+    Each pod belongs to the group of its ``job`` made from submission
+    ``workload_uid`` ('' = a group that names no submission).
+    """
+
+    pool: str = "default"
+    workload_uid: str = ""
+    pods: list[AdoptedPod] = []
 
 
 class BindRequested(_Event, tag="BindRequested", kw_only=True):
@@ -416,6 +451,7 @@ Event = Union[  # noqa: UP007 (a runtime union object whose __args__ lists the t
     DeadLettered,
     PodFailed,
     NodeLost,
+    AdoptPods,
 ]
 
 EVENT_TYPES: tuple[type[_Event], ...] = Event.__args__  # type: ignore[attr-defined]

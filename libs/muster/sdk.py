@@ -1,4 +1,4 @@
-"""Emit to a running muster system from Python: workloads, queues, nodes.
+"""Emit to a running muster system from Python: workloads, queues, nodes, pods already running.
 
     async with await Client.connect() as client:       # finds the system like the CLI does
         uid = await client.submit(manifests)            # any supported framework manifest(s)
@@ -21,6 +21,7 @@ import msgspec
 from muster import telemetry
 from muster.bus import NatsBus, chunk_events
 from muster.events import (
+    AdoptPods,
     DeleteQueue,
     Event,
     NodeRegistered,
@@ -32,6 +33,9 @@ from muster.events import (
     WorkloadSubmitted,
 )
 from muster.runtime.settings import Endpoints, Settings
+
+ADOPTED_PER_EVENT = 1000
+"""Pods named in one AdoptPods event: a hundred-odd bytes each, well inside one envelope."""
 
 
 def workload_uid(manifests: Sequence[dict[str, Any]]) -> str:
@@ -94,6 +98,22 @@ class Client:
         for pool, events in sorted(by_pool.items()):
             for i, chunk in enumerate(chunk_events(events)):
                 await self.bus.publish(self.subjects.nodes(pool), chunk, msg_id=f"nodes:{pool}:{tag}:{i}")
+
+    async def adopt_pods(self, requests: Sequence[AdoptPods]) -> None:
+        """Hand pods already running on the fleet's nodes to it. Publish this before submitting the
+        workload they belong to: the fleet reports each (PodBound) once it has read its group, and the
+        allocator waits for that before it decides."""
+        for request in requests:
+            pods = request.pods
+            parts = [
+                msgspec.structs.replace(request, pods=pods[i : i + ADOPTED_PER_EVENT])
+                for i in range(0, len(pods), ADOPTED_PER_EVENT)
+            ]
+            digest = hashlib.sha256(msgspec.json.encode(request)).hexdigest()[:16]
+            for i, chunk in enumerate(chunk_events(parts)):
+                await self.bus.publish(
+                    self.subjects.nodes(request.pool), chunk, msg_id=f"adopt:{request.pool}:{digest}:{i}"
+                )
 
     async def apply_queues(
         self, queues: Sequence[QueueSpec], *, wait: float = 15.0

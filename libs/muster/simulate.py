@@ -3,7 +3,8 @@
 One code path: the scenario becomes events on an in-process append-only log;
 the live allocator (``services.allocator.engine.Allocator``) and the
 simulated fleet (``services.binder.sim.SimFleet``) read every event of that
-log, including their own. Each cycle:
+log, including their own. The fleet first reports the pods the scenario says
+already run (it was handed them with its nodes). Then each cycle:
 
 1. the fleet confirms what is due at this clock (pods whose ``duration`` ran out);
 2. the allocator decides (``cycle(clock, watermark=last sequence)``); its
@@ -132,6 +133,9 @@ class Simulation:
         """Cycle until a cycle changes nothing while nothing waits for time,
         or ``max_cycles`` pass; what happened."""
         self.publish(scenario_events(self.scenario))
+        # The fleet reports the pods handed over running before the allocator's first cycle, as the live
+        # allocator waits for it to.
+        self.publish(self.fleet.step(0.0))
         clock, cycles = 0.0, 0
         step = self.scenario.config.time_step
         for n in range(1, self.scenario.config.max_cycles + 1):

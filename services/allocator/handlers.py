@@ -21,6 +21,7 @@ from muster.subjects import Subjects
 from opentelemetry import trace
 
 from services.allocator.engine import Allocator
+from services.allocator.state import is_stale
 
 # Events the allocator itself emits; reading them back changes nothing worth a new cycle.
 _OWN = (CycleCompleted, QueueStatus, AllocatorConfigured, LeaderElected)
@@ -103,6 +104,10 @@ class AllocatorHandlers:
         """A cycle may run: its own last decisions are read back, and there is news or time to wait on."""
         if self.applied_seq < self.awaiting_seq:
             return False
+        if self.engine.state.awaiting_adoption:
+            # Pods handed to the fleet already running are not answered yet: a cycle now could place
+            # them a second time. The answers follow at once from the binder.
+            return False
         return self.dirty or self.engine.waiting_for_time(clock)
 
     async def maybe_cycle(self) -> bool:
@@ -115,7 +120,11 @@ class AllocatorHandlers:
         out = self.engine.cycle(clock, cycle=cycle, epoch=self.epoch, watermark=self.applied_seq)
         self.cycles_run += 1
         self._measure(out, time.perf_counter() - started)
-        if out.decisions or out.completed.pending:
+        if self.engine.waiting_for_time(clock):
+            # Time alone may change what the next cycle decides: cycle again without news, and once
+            # more after the wait is over (a look at a later clock no longer sees the wait).
+            self.dirty = True
+        if out.decisions or out.completed.pending or self._starts_a_grace():
             # An idle cycle that changed nothing is not recorded: the log does not grow with repetition.
             chunks = chunk_events([*out.decisions, out.completed])
             for i, chunk in enumerate(chunks):
@@ -130,6 +139,15 @@ class AllocatorHandlers:
                 self._trace(out, cycle)
         await self._publish_queue_status(out.queue_status, cycle)
         return True
+
+    def _starts_a_grace(self) -> bool:
+        """Whether a gang runs below its minimum with no clock yet on its grace: the grace is timed
+        from the first recorded cycle that saw it, so this cycle must be recorded even if idle."""
+        state = self.engine.state
+        return any(
+            name not in state.stale_since and is_stale(state.jobs[name])
+            for name in sorted(state.stale_candidates)
+        )
 
     def _measure(self, out, seconds: float) -> None:
         m = self.metrics

@@ -17,6 +17,12 @@ Pod states and what they hold::
 Every transition is guarded by the current state, so a redelivered event
 changes nothing.
 
+A pod handed to the fleet already running (``AdoptPods``) stays PENDING until
+the fleet answers: ``PodBound`` binds it where it runs, from when it started,
+with no decision before it; ``BindFailed`` leaves it pending. Until then it
+is listed in ``awaiting_adoption`` (once its group is known), and the live
+allocator decides nothing: a cycle could otherwise place it a second time.
+
 A pod that is moved (a victim re-placed elsewhere) gets an EvictionRequested
 and then a pipelined BindRequested while it is RELEASING: the target is held
 at once (so no later cycle gives it away) and the pod becomes PIPELINED there
@@ -131,6 +137,7 @@ class Job:
     bound_at: list[float] = field(default_factory=list)
     moves: dict[int, tuple[int, tuple[int, ...], float]] = field(default_factory=dict)
     """pod -> (node slot, devices, share) it is moving to once its eviction is confirmed"""
+    workload_uid: str = ""
     ever_ran: bool = False
     last_start: float | None = None
     n_pending: int = 0
@@ -233,6 +240,10 @@ class ClusterState:
         # spec list, keyed by its JSON, instead of parsed and hashed again for every job.
         self._requests_of: dict[bytes, tuple[tuple[PodReq, ...], bool]] = {}
         self._shape_of: dict[tuple[str, bytes], int] = {}
+        self.adoptions: dict[tuple[str, str], set[int]] = {}
+        """(job, submission) -> pods handed to the fleet already running, whose group is not known yet."""
+        self.awaiting_adoption: set[tuple[str, int]] = set()
+        """Pending pods of known jobs handed to the fleet already running, which it has not answered yet."""
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -433,6 +444,8 @@ class ClusterState:
                 else:
                     self._bind(event.job, event.pod, event.node, event.gpus, event.gpu_share, event.pipelined)
             case ev.PodBound():
+                if self.awaiting_adoption:
+                    self.awaiting_adoption.discard((event.job, event.pod))
                 job = self.jobs.get(event.job)
                 if job is None or not 0 <= event.pod < len(job.pods):
                     return
@@ -475,6 +488,8 @@ class ClusterState:
             case ev.PodGroupDeleted(name=name):
                 self._delete_job(name)
             case ev.BindFailed() | ev.BindRejected():
+                if self.awaiting_adoption:
+                    self.awaiting_adoption.discard((event.job, event.pod))
                 job = self.jobs.get(event.job)
                 if job is None or not 0 <= event.pod < len(job.pods):
                     return
@@ -520,6 +535,9 @@ class ClusterState:
                     self._frac_mark(job, event.pod, -1)
                 if st != COMPLETED:
                     self._transition(job, event.pod, COMPLETED, at=event.at)
+            case ev.AdoptPods():
+                if self.serves(event.pool):
+                    self._adopt(event)
             case ev.CycleCompleted():
                 self._advance_clock(event.clock)
                 for name, reason in event.pending.items():
@@ -567,6 +585,7 @@ class ClusterState:
             share=[0.0] * n,
             acct=[(0.0, 0, 0)] * n,
             bound_at=[0.0] * n,
+            workload_uid=e.workload_uid,
         )
         if n and plain and not job.subgroups and job.topology is None and max(job.min_available, 1) >= n:
             shape = self._shape_of.get((job.pool, key))
@@ -586,7 +605,24 @@ class ClusterState:
             self._pending_added.append(job.name)
         self.stale_candidates.discard(job.name)
         self.stale_since.pop(job.name, None)
+        if self.adoptions:
+            for i in sorted(self.adoptions.pop((job.name, job.workload_uid), ())):
+                self._await_adoption(job, i)
         self.version += 1
+
+    def _adopt(self, event: ev.AdoptPods) -> None:
+        """Note the pods the fleet is to report: at once for a known group, else once it is created."""
+        for pod in event.pods:
+            job = self.jobs.get(pod.job)
+            if job is not None and job.workload_uid == event.workload_uid:
+                self._await_adoption(job, pod.pod)
+            else:
+                self.adoptions.setdefault((pod.job, event.workload_uid), set()).add(pod.pod)
+
+    def _await_adoption(self, job: Job, i: int) -> None:
+        # The fleet answers every pod it does not run yet; a pod that is not pending is not its to adopt.
+        if 0 <= i < len(job.pods) and job.state[i] == PENDING:
+            self.awaiting_adoption.add((job.name, i))
 
     def _delete_job(self, name: str) -> None:
         job = self.jobs.get(name)
@@ -606,6 +642,8 @@ class ClusterState:
                 self._frac_mark(job, i, -1)
             self._count(job, i, st, -1)
         del self.jobs[name]
+        if self.awaiting_adoption:
+            self.awaiting_adoption = {key for key in self.awaiting_adoption if key[0] != name}
         if name in self.pending_jobs:
             self.pending_jobs.discard(name)
             self._pending_removed = True

@@ -13,6 +13,12 @@ including its own); ``step(clock)`` returns the confirmations now due:
 2. ``PodCompleted`` for every pod whose job's ``duration`` of run time has
    passed, in order of due time, job, pod.
 
+Pods handed over already running (``AdoptPods``) wait until the fleet has
+read their group (the one made from the named submission); they are then
+answered in their turn like a bind, with ``PodBound`` at the time they
+started, or ``BindFailed``. An adopted pod may run on a cordoned node (a
+cordon stops new pods, not running ones); every other check of a bind holds.
+
 A pod is ``(job, index)``; the index runs over the job's pod specs
 expanded in order.
 """
@@ -79,6 +85,20 @@ _PodRequest = tuple[ev.Resources, bool]
 class _Job:
     pods: tuple[_PodRequest, ...]
     duration: float | None
+    workload_uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Adoption:
+    """A pod handed over already running, waiting for the fleet's answer."""
+
+    job: str
+    pod: int
+    node: str
+    gpus: list[int]
+    started_at: float
+    pool: str
+    """Where the request came from: the answer goes back there, even for a node the fleet lacks."""
 
 
 def is_shared(request: ev.Resources) -> bool:
@@ -106,7 +126,11 @@ class SimFleet:
         # Requested binds and evictions not acted on yet, in the order they were requested: an eviction
         # of a pod whose bind is still waiting (both arrived in one read) must follow that bind.
         # None: an eviction of the fleet's own making (its node or job went away).
-        self._requests: dict[tuple[str, PodKey], ev.BindRequested | ev.EvictionRequested | None] = {}
+        self._requests: dict[
+            tuple[str, PodKey], ev.BindRequested | _Adoption | ev.EvictionRequested | None
+        ] = {}
+        # Adopted pods whose group the fleet has not read yet, by (job, submission).
+        self._adoptions: dict[tuple[str, str], list[_Adoption]] = {}
         # (due time, pod, start) of every running pod with a duration: completions without a scan.
         self._due: list[tuple[float, PodKey, float]] = []
         self._agent_nodes: set[str] = set()
@@ -129,6 +153,7 @@ class SimFleet:
             (ev.PodEvicted, self._on_pod_evicted),
             (ev.PodCompleted, self._on_pod_finished),
             (ev.PodFailed, self._on_pod_finished),
+            (ev.AdoptPods, self._on_adopt),
         )
         self._reader_of: dict[type, Callable[[Any], None]] = dict(self._readers)
 
@@ -163,8 +188,27 @@ class SimFleet:
         pods: list[_PodRequest] = []
         for spec in event.pods:
             pods += [(spec.resources, is_shared(spec.resources))] * spec.count
-        self._jobs[event.name] = _Job(pods=tuple(pods), duration=event.duration)
+        self._jobs[event.name] = _Job(
+            pods=tuple(pods), duration=event.duration, workload_uid=event.workload_uid
+        )
         self._finished.pop(event.name, None)
+        for adoption in self._adoptions.pop((event.name, event.workload_uid), ()):
+            self._take_adoption(adoption)
+
+    def _on_adopt(self, event: ev.AdoptPods) -> None:
+        for pod in event.pods:
+            adoption = _Adoption(pod.job, pod.pod, pod.node, list(pod.gpus), pod.started_at, event.pool)
+            job = self._jobs.get(pod.job)
+            if job is not None and job.workload_uid == event.workload_uid:
+                self._take_adoption(adoption)
+            else:
+                self._adoptions.setdefault((pod.job, event.workload_uid), []).append(adoption)
+
+    def _take_adoption(self, adoption: _Adoption) -> None:
+        key = (adoption.job, adoption.pod)
+        if key in self._bound or (_BIND, key) in self._requests:
+            return  # the fleet already runs it, or is binding it: nothing to adopt
+        self._requests[(_BIND, key)] = adoption
 
     def _on_node(self, event: ev.NodeRegistered | ev.NodeUpdated) -> None:
         if is_agent_node(event.node):
@@ -210,7 +254,7 @@ class SimFleet:
         requests, self._requests = self._requests, {}
         for (kind, key), request in requests.items():
             if kind == _BIND:
-                out += self._bind(request, clock)
+                out += self._adopt(request) if type(request) is _Adoption else self._bind(request, clock)
                 continue
             pod = self._bound.get(key)
             if pod is not None:
@@ -294,23 +338,58 @@ class SimFleet:
             )
         ]
 
+    def _adopt(self, adoption: _Adoption) -> list[ev.Event]:
+        """The answer to an adopted pod: it runs since it started, or why it cannot run there."""
+        key = (adoption.job, adoption.pod)
+        if key in self._bound:
+            return []  # running already, and said so: a refusal would read as the end of that pod
+        node = self._nodes.get(adoption.node)
+        pod = self._request(adoption.job, adoption.pod)
+        share = device_share(pod[0], node.spec) if node is not None and pod is not None and pod[1] else 0.0
+        reason = self._refusal(adoption, None, node, pod, share, adopting=True)
+        if not reason and node is not None and node.spec.pool != adoption.pool:
+            # Said on another pool's subject, it would never reach the allocator waiting for it.
+            reason = f"node {adoption.node} is in pool {node.spec.pool}, not {adoption.pool}"
+        if reason:
+            return [
+                ev.BindFailed(
+                    job=adoption.job, pod=adoption.pod, node=adoption.node, reason=reason, pool=adoption.pool
+                )
+            ]
+        assert node is not None and pod is not None  # checked by _refusal
+        self._occupy(key, node, tuple(adoption.gpus), share or 0.0, pod[0], adoption.started_at)
+        return [
+            ev.PodBound(
+                job=adoption.job,
+                pod=adoption.pod,
+                node=adoption.node,
+                gpus=list(adoption.gpus),
+                gpu_share=share or 0.0,
+                pool=node.spec.pool,
+                at=adoption.started_at,
+            )
+        ]
+
     def _refusal(
         self,
-        bind: ev.BindRequested,
+        bind: ev.BindRequested | _Adoption,
         existing: BoundPod | None,
         node: _Node | None,
         pod: _PodRequest | None,
         share: float | None,
+        adopting: bool = False,
     ) -> str:
-        """Why the bind cannot happen ('' when it can), given the bound pod, node, request and device
-        share (of a shared pod) it names."""
+        """Why the bind (or adoption) cannot happen ('' when it can), given the bound pod, node, request
+        and device share (of a shared pod) it names."""
         if existing is not None:
             return f"pod is already bound to node {existing.node}"
         if bind.pod in self._finished.get(bind.job, ()):
             return f"pod {bind.job}[{bind.pod}] has finished"
+        if adopting and bind.node in self._agent_nodes:
+            return f"node {bind.node} is run by muster agent, which reports its own pods"
         if node is None or node.removed:
             return f"no node {bind.node}"
-        if node.spec.unschedulable:
+        if node.spec.unschedulable and not adopting:
             return f"node {bind.node} is unschedulable"
         if pod is None:
             return f"no pod {bind.pod} in job {bind.job}"

@@ -192,7 +192,7 @@ spec:
     muster(live, "submit", "-f", str(manifest))
     state = wait_for(lambda: all_running(live, ["mnist"]), what="pytorch job running")
     assert sorted(p["node"] for p in state["jobs"]["mnist"]["pods"]) == ["n1", "n1", "n2", "n2"]
-    assert state["jobs"]["mnist"]["queue"] == "default"
+    assert state["jobs"]["mnist"]["queue"] == "default-queue"
 
 
 def test_submitting_a_bad_manifest_names_the_field_and_publishes_nothing(live, tmp_path):

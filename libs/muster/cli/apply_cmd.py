@@ -11,7 +11,9 @@ import msgspec
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
 from muster.cli.queues_cmd import topological
 from muster.events import NodeRegistered, QueueRejected, QueueUpserted
+from muster.runtime.settings import Endpoints
 from muster.scenario import ScenarioError, load_scenario, scenario_events
+from muster.scenario.convert import running_events
 from muster.scenario.model import Scenario
 from muster.sdk import Client
 from services.podgrouper.muster_job import manifest
@@ -22,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "apply",
         help="publish a scenario file's nodes, queues and jobs to the running system",
         description="Nodes join the simulated fleet, queues go to the queue-controller, and every job is "
-        "submitted (as the plain muster job kind) in one workload, keeping its scenario name.",
+        "submitted (as the plain muster job kind) in one workload, keeping its scenario name. Pods the "
+        "scenario says already run are handed to the fleet with its nodes: it reports them running since "
+        "now + started_at, before the allocator decides anything.",
     )
     p.add_argument("-f", "--file", required=True, help="scenario file (spec/scenario-format.md)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -38,25 +42,31 @@ def plan(scenario: Scenario) -> tuple[list, list, list[dict]]:
     return nodes, queues, jobs
 
 
-async def apply(scenario: Scenario) -> dict:
+async def apply(scenario: Scenario, endpoints: Endpoints | None = None) -> dict:
+    """Publish ``scenario`` to the system at ``endpoints`` (default: the one this command finds)."""
     nodes, queues, jobs = plan(scenario)
-    client = await Client.connect(running_endpoints())
+    start = time.time()  # the scenario's t=0 on the live clock
+    uid = f"scenario/{scenario.name}/{time.time_ns()}"
+    running = running_events(scenario, {n.name: n for n in nodes}, start=start, workload_uid=uid)
+    client = await Client.connect(endpoints or running_endpoints())
     try:
         await client.register_nodes(nodes, tag=scenario.name)
         answers = await client.apply_queues(topological(queues))
         rejected = {n: a for n, a in answers.items() if isinstance(a, QueueRejected)}
-        uid = None
+        submitted = None
         if not rejected and jobs:
+            # The running pods go first: the log then names them before their groups exist, so the
+            # allocator never sees a group whose running pods it has not been told of.
+            await client.adopt_pods(running)
             # One submission: the allocator sees every job of the scenario at once, as the simulator does.
-            uid = await client.submit(
-                jobs, submitted_at=time.time(), uid=f"scenario/{scenario.name}/{time.time_ns()}"
-            )
+            submitted = await client.submit(jobs, submitted_at=start, uid=uid)
         return {
             "nodes": len(nodes),
             "queues": sorted(answers),
             "rejected": rejected,
             "jobs": len(jobs),
-            "uid": uid,
+            "running": sum(len(r.pods) for r in running) if submitted else 0,
+            "uid": submitted,
         }
     finally:
         await client.close()
@@ -67,9 +77,6 @@ def _run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.file)
     except ScenarioError as exc:
         fail(str(exc))
-    running = [f"jobs[{i}].running" for i, job in enumerate(scenario.jobs) if job.running]
-    if running:
-        fail(f"{args.file}: {running[0]}: pods already running at t=0 can only be simulated, not applied")
     try:
         result = asyncio.run(apply(scenario))
     except TimeoutError as exc:
@@ -84,6 +91,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"queue {name}: rejected: {answer.field}: {answer.error}")
         if not rejected:
             print(
-                f"applied {scenario.name}: {result['nodes']} nodes, {len(result['queues'])} queues, {result['jobs']} jobs"
+                f"applied {scenario.name}: {result['nodes']} nodes, {len(result['queues'])} queues, "
+                f"{result['jobs']} jobs, {result['running']} pods already running"
             )
     return CHECK_FAILED if rejected else 0

@@ -14,10 +14,10 @@ from rich.table import Table
 from muster.cli.apply_cmd import plan
 from muster.cli.queues_cmd import topological
 from muster.cli.status_cmd import render
+from muster.cli.up_cmd import own_system
 from muster.demo import demo_scenario
 from muster.events import QueueRejected
 from muster.runtime.settings import Settings
-from muster.runtime.system import running_system
 from muster.scenario import parse_scenario
 from muster.sdk import Client
 from muster.store import connect
@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     console.print(
         f"[bold]muster demo[/]: {args.nodes} nodes x 8 GPUs, {args.jobs} jobs, home {settings.home}"
     )
-    with running_system(settings) as system:
+    with own_system(settings) as system:
         console.print(f"  nats {system.endpoints.nats_url}   postgres {system.endpoints.pg_dsn}")
         started = time.time()
         state = asyncio.run(_drive(system.endpoints, scenario, console, args.timeout))

@@ -10,7 +10,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from muster import bounds
 from muster import events as ev
+from muster.bounds import MAX_NODE_GPUS
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, parse_quantity, whole_count
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
@@ -71,11 +73,6 @@ def pod_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Res
         return _pod_request(raw)
     except ScenarioError as exc:
         raise _under(path, exc) from None
-
-
-# Far beyond any real node (8-16 devices; a 72-GPU rack as one node): a bigger count is a typo,
-# and every consumer keeps one entry per device, so 1e12 would exhaust memory instead of failing.
-MAX_NODE_GPUS = 4096
 
 
 def node_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
@@ -225,7 +222,7 @@ def job_to_podgroup(
         if not job.topology.required and not job.topology.preferred:
             raise ScenarioError(join(path, "topology"), "give a required or a preferred label")
         topology = ev.Topology(required=job.topology.required, preferred=job.topology.preferred)
-    return ev.PodGroupCreated(
+    group = ev.PodGroupCreated(
         name=job.name,
         queue=job.queue,
         kind=kind,
@@ -241,12 +238,22 @@ def job_to_podgroup(
         duration=job.duration,
         workload_uid=workload_uid,
     )
+    _within_bounds(bounds.check_pod_group, group, path)
+    return group
+
+
+def _within_bounds(check: Any, value: Any, path: str) -> None:
+    """The limits every reader of the bus applies (``muster.bounds``), as a ``ScenarioError``."""
+    try:
+        check(value, root=path)
+    except bounds.OutOfBounds as exc:
+        raise ScenarioError(exc.path, exc.message) from None
 
 
 def node_spec(node: m.Node, path: str = "node") -> ev.NodeSpec:
     if not node.name:
         raise ScenarioError(join(path, "name"), "must not be empty")
-    return ev.NodeSpec(
+    spec = ev.NodeSpec(
         name=node.name,
         pool=node.pool,
         labels=dict(node.labels),
@@ -254,6 +261,8 @@ def node_spec(node: m.Node, path: str = "node") -> ev.NodeSpec:
         gpu_model=node.gpu_model,
         unschedulable=node.unschedulable,
     )
+    _within_bounds(bounds.check_node, spec, path)
+    return spec
 
 
 def gpu_share(request: ev.Resources, node: ev.NodeSpec) -> float:
@@ -265,37 +274,44 @@ def gpu_share(request: ev.Resources, node: ev.NodeSpec) -> float:
     return 0.0
 
 
-def running_events(job: m.Job, group: ev.PodGroupCreated, nodes: dict[str, ev.NodeSpec]) -> list[ev.Event]:
-    """BindRequested + PodBound for each pod the file says is already running."""
-    pods = expand(group.pods)
-    out: list[ev.Event] = []
-    for index, entry in enumerate(job.running):
-        node = nodes[entry.node]
-        # the decision and its confirmation say the same placement
-        placed = {
-            "job": job.name,
-            "pod": index,
-            "node": entry.node,
-            "gpus": list(entry.gpus),
-            "gpu_share": gpu_share(pods[index].resources, node),
-            "pool": node.pool,
-        }
-        out += [ev.BindRequested(**placed), ev.PodBound(**placed, at=job.started_at)]
-    return out
+def running_pods(job: m.Job, start: float = 0.0) -> list[ev.AdoptedPod]:
+    """The job's pods the file says already run, in pod order; ``start`` is the clock at t=0."""
+    return [
+        ev.AdoptedPod(
+            job=job.name, pod=index, node=entry.node, gpus=list(entry.gpus), started_at=start + job.started_at
+        )
+        for index, entry in enumerate(job.running)
+    ]
+
+
+def running_events(
+    scenario: m.Scenario, nodes: dict[str, ev.NodeSpec], *, start: float = 0.0, workload_uid: str = ""
+) -> list[ev.AdoptPods]:
+    """The scenario's running pods handed to the fleet, one request per pool (in pool order), for the
+    groups made from submission ``workload_uid``; ``start`` is the clock at the scenario's t=0.
+
+    Pods already running are facts of the fleet, not decisions: the fleet answers each with PodBound
+    (``at`` = start + started_at), as it would report pods it found running on its nodes."""
+    by_pool: dict[str, list[ev.AdoptedPod]] = {}
+    for job in scenario.jobs:
+        for pod in running_pods(job, start):
+            by_pool.setdefault(nodes[pod.node].pool, []).append(pod)
+    return [
+        ev.AdoptPods(pool=pool, workload_uid=workload_uid, pods=pods)
+        for pool, pods in sorted(by_pool.items())
+    ]
 
 
 def scenario_events(scenario: m.Scenario) -> list[ev.Event]:
-    """The scenario as the ordered events a live system would see: nodes,
-    queues (in file order), pod groups, then the binds of running pods."""
+    """The scenario as the ordered events a live system would see: nodes, the pods already running on
+    them (handed to the fleet), queues (in file order), then pod groups."""
     nodes = {n.name: node_spec(n, join("nodes", i)) for i, n in enumerate(scenario.nodes)}
     out: list[ev.Event] = [ev.NodeRegistered(node=spec) for spec in nodes.values()]
+    out += running_events(scenario, nodes)
     out += [
         ev.QueueUpserted(queue=queue_spec(q, i, join("queues", i))) for i, q in enumerate(scenario.queues)
     ]
-    groups = [job_to_podgroup(job, path=join("jobs", i)) for i, job in enumerate(scenario.jobs)]
-    out += groups
-    for job, group in zip(scenario.jobs, groups, strict=True):
-        out += running_events(job, group, nodes)
+    out += [job_to_podgroup(job, path=join("jobs", i)) for i, job in enumerate(scenario.jobs)]
     return out
 
 

@@ -58,19 +58,9 @@ def events():
     return scenario_events(parse_scenario(SCENARIO))
 
 
-def test_events_come_as_nodes_then_queues_then_groups_then_running_binds():
+def test_events_come_as_nodes_then_their_running_pods_then_queues_then_groups():
     kinds = [type(e).__name__ for e in events()]
-    assert (
-        kinds
-        == ["NodeRegistered"] * 2
-        + ["QueueUpserted"] * 2
-        + ["PodGroupCreated"] * 2
-        + [
-            "BindRequested",
-            "PodBound",
-        ]
-        * 3
-    )
+    assert kinds == ["NodeRegistered"] * 2 + ["AdoptPods"] + ["QueueUpserted"] * 2 + ["PodGroupCreated"] * 2
 
 
 def test_node_capacity_is_in_base_units():
@@ -117,15 +107,18 @@ def test_an_inference_job_is_not_preemptible():
     assert group.pods[0].resources.cpu == 1000
 
 
-def test_running_entries_bind_pods_in_order_at_started_at():
-    bound = [e for e in events() if isinstance(e, ev.PodBound)]
-    assert [(b.pod, b.node, b.gpus, b.at) for b in bound] == [
-        (0, "node-b", [0], -30.0),
-        (1, "node-b", [0], -30.0),
-        (2, "node-b", [1], -30.0),
+def test_running_entries_are_handed_to_the_fleet_in_pod_order_with_their_start():
+    (adopt,) = [e for e in events() if isinstance(e, ev.AdoptPods)]
+    assert (adopt.pool, adopt.workload_uid) == ("p1", "")
+    assert [(p.job, p.pod, p.node, p.gpus, p.started_at) for p in adopt.pods] == [
+        ("train", 0, "node-b", [0], -30.0),
+        ("train", 1, "node-b", [0], -30.0),
+        ("train", 2, "node-b", [1], -30.0),
     ]
-    assert [b.gpu_share for b in bound] == [0.5, 0.5, 0.25]
-    assert {b.pool for b in bound} == {"p1"}
+
+
+def test_no_event_of_a_scenario_is_a_decision():
+    assert not [e for e in events() if isinstance(e, ev.BindRequested | ev.PodBound)]
 
 
 @pytest.mark.parametrize(

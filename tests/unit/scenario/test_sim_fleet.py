@@ -251,3 +251,121 @@ def test_an_eviction_of_a_pod_that_finished_is_not_answered():
     assert isinstance(done, ev.PodCompleted)
     f.apply(ev.EvictionRequested(job="a", pod=0, node="node-a", action="reclaim"))
     assert confirm(f, clock=3.0) == []
+
+
+# -- pods handed over already running -----------------------------------------------------------------
+
+
+def adopt(*pods, uid="", pool="default", node_name="node-a", started_at=-30.0):
+    """AdoptPods of (job, pod, devices) on one node."""
+    return ev.AdoptPods(
+        pool=pool,
+        workload_uid=uid,
+        pods=[
+            ev.AdoptedPod(job=j, pod=p, node=node_name, gpus=list(g), started_at=started_at)
+            for j, p, g in pods
+        ],
+    )
+
+
+def test_a_pod_handed_over_running_is_reported_once_its_group_is_read_since_it_started():
+    f = fleet(node(), adopt(("a", 0, [1])))
+    assert confirm(f, clock=5.0) == []
+    f.apply(group("a", WHOLE))
+    assert confirm(f, clock=5.0) == [ev.PodBound(job="a", pod=0, node="node-a", gpus=[1], at=-30.0)]
+    assert [(p.job, p.gpus, p.started) for p in f.bound()] == [("a", (1,), -30.0)]
+
+
+def test_a_handover_after_its_group_is_reported_at_once():
+    f = fleet(node(), group("a", WHOLE), adopt(("a", 0, [0])))
+    assert [type(e) for e in confirm(f)] == [ev.PodBound]
+
+
+def test_a_handover_waits_for_the_group_of_the_submission_it_names():
+    f = fleet(node(), adopt(("a", 0, [0]), uid="scenario/x/2"))
+    f.apply(
+        ev.PodGroupCreated(
+            name="a", queue="q", pods=[ev.PodSpec(resources=WHOLE)], workload_uid="scenario/x/1"
+        )
+    )
+    assert confirm(f) == []
+    f.apply(
+        ev.PodGroupCreated(
+            name="a", queue="q", pods=[ev.PodSpec(resources=WHOLE)], workload_uid="scenario/x/2"
+        )
+    )
+    assert [type(e) for e in confirm(f)] == [ev.PodBound]
+
+
+def test_shared_pods_handed_over_hold_their_share_of_the_device():
+    twenty = ev.Resources(gpu_memory=20 * 2**30)
+    f = fleet(node(), group("a", HALF, twenty), adopt(("a", 0, [0]), ("a", 1, [0])))
+    assert [e.gpu_share for e in confirm(f)] == [0.5, 0.25]
+    f.apply(group("b", HALF))
+    f.apply(bind("b", gpus=[0]))
+    assert isinstance(confirm(f)[0], ev.BindFailed)
+
+
+def test_a_pod_handed_over_onto_a_taken_device_is_refused_and_holds_nothing():
+    f = fleet(node(), group("a", WHOLE), group("b", WHOLE), bind("a", gpus=[0]), adopt(("b", 0, [0])))
+    out = confirm(f)
+    assert [type(e) for e in out] == [ev.PodBound, ev.BindFailed]
+    assert "device 0" in out[1].reason
+    assert [p.job for p in f.bound()] == ["a"]
+
+
+def test_a_pod_may_keep_running_on_a_cordoned_node():
+    cordoned = ev.NodeRegistered(
+        node=ev.NodeSpec(name="node-c", unschedulable=True, resources=ev.Resources(gpu=1))
+    )
+    f = fleet(cordoned, group("a", ev.Resources(gpu=1)), adopt(("a", 0, [0]), node_name="node-c"))
+    assert [type(e) for e in confirm(f)] == [ev.PodBound]
+
+
+def test_a_handover_is_answered_on_the_pool_it_came_from_even_when_refused():
+    f = fleet(
+        node(),
+        group("a", WHOLE),
+        adopt(("a", 0, [0]), pool="other"),
+        adopt(("a", 0, [0]), node_name="nowhere"),
+    )
+    (refused,) = confirm(f)
+    assert (refused.pool, refused.reason) == ("other", "node node-a is in pool default, not other")
+    f = fleet(node(), group("a", WHOLE), adopt(("a", 0, [0]), pool="p2", node_name="nowhere"))
+    (refused,) = confirm(f)
+    assert (refused.pool, refused.reason) == ("p2", "no node nowhere")
+
+
+def test_a_pod_on_an_agent_node_is_not_the_fleets_to_report():
+    agent = ev.NodeRegistered(
+        node=ev.NodeSpec(
+            name="gpu-box", labels={"muster.dev/backend": "agent"}, resources=ev.Resources(gpu=1)
+        )
+    )
+    f = fleet(agent, group("a", WHOLE), adopt(("a", 0, [0]), node_name="gpu-box"))
+    (refused,) = confirm(f)
+    assert isinstance(refused, ev.BindFailed) and "muster agent" in refused.reason
+
+
+def test_a_pod_handed_over_completes_its_duration_from_its_start():
+    f = fleet(node(), group("a", WHOLE, duration=600), adopt(("a", 0, [0]), started_at=-1200.0))
+    assert confirm(f, clock=0.0) == [
+        ev.PodBound(job="a", pod=0, node="node-a", gpus=[0], at=-1200.0),
+        ev.PodCompleted(job="a", pod=0, node="node-a", at=0.0),
+    ]
+
+
+def test_a_fleet_rebuilt_from_the_log_does_not_report_a_handed_over_pod_twice():
+    log = [node(), adopt(("a", 0, [0])), group("a", WHOLE)]
+    first = fleet(*log)
+    log += first.step(0.0)
+    rebuilt = fleet(*log)
+    assert rebuilt.step(1.0) == []
+    assert [(p.job, p.started) for p in rebuilt.bound()] == [("a", -30.0)]
+
+
+def test_a_pod_the_fleet_already_runs_is_not_adopted_again():
+    f = fleet(node(), group("a", WHOLE), bind("a", gpus=[0]))
+    confirm(f)
+    f.apply(adopt(("a", 0, [1])))
+    assert confirm(f) == []
