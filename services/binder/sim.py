@@ -325,18 +325,7 @@ class SimFleet:
         if reason:
             return [ev.BindFailed(job=bind.job, pod=bind.pod, node=bind.node, reason=reason, pool=bind.pool)]
         assert node is not None and pod is not None  # checked by _refusal
-        self._occupy(key, node, tuple(bind.gpus), share or 0.0, pod[0], clock)
-        return [
-            ev.PodBound(
-                job=bind.job,
-                pod=bind.pod,
-                node=bind.node,
-                gpus=list(bind.gpus),
-                gpu_share=share or 0.0,
-                pool=node.spec.pool,
-                at=clock,
-            )
-        ]
+        return self._start(key, node, bind.gpus, share or 0.0, pod[0], clock)
 
     def _adopt(self, adoption: _Adoption) -> list[ev.Event]:
         """The answer to an adopted pod: it runs since it started, or why it cannot run there."""
@@ -357,16 +346,23 @@ class SimFleet:
                 )
             ]
         assert node is not None and pod is not None  # checked by _refusal
-        self._occupy(key, node, tuple(adoption.gpus), share or 0.0, pod[0], adoption.started_at)
+        return self._start(key, node, adoption.gpus, share or 0.0, pod[0], adoption.started_at)
+
+    def _start(
+        self, key: PodKey, node: _Node, gpus: list[int], share: float, request: ev.Resources, at: float
+    ) -> list[ev.Event]:
+        """Run pod ``key`` on ``node`` from clock ``at``; the fact that says so."""
+        self._occupy(key, node, tuple(gpus), share, request, at)
+        job, pod = key
         return [
             ev.PodBound(
-                job=adoption.job,
-                pod=adoption.pod,
-                node=adoption.node,
-                gpus=list(adoption.gpus),
-                gpu_share=share or 0.0,
+                job=job,
+                pod=pod,
+                node=node.spec.name,
+                gpus=list(gpus),
+                gpu_share=share,
                 pool=node.spec.pool,
-                at=adoption.started_at,
+                at=at,
             )
         ]
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
-from muster.bus import Delivery
 from muster.events import (
     BindRequested,
     CycleCompleted,
@@ -21,8 +19,7 @@ from muster.events import (
     Resources,
 )
 
-from services.dashboard.api import create_app
-from services.projector.sink import PostgresSink
+from tests.dashboard.api_client import api_over, get
 
 pytestmark = pytest.mark.postgres
 
@@ -110,19 +107,8 @@ def history() -> list[list]:
 
 @pytest.fixture
 async def client(pg_pool):
-    sink = PostgresSink(pg_pool)
-    await sink.apply(
-        [Delivery(subject="t.events", seq=i + 1, events=events) for i, events in enumerate(history())]
-    )
-    transport = httpx.ASGITransport(app=create_app(pg_pool))
-    async with httpx.AsyncClient(transport=transport, base_url="http://dashboard") as http:
+    async for http in api_over(pg_pool, history()):
         yield http
-
-
-async def get(client: httpx.AsyncClient, path: str, status: int = 200) -> dict:
-    response = await client.get(path)
-    assert response.status_code == status, response.text
-    return response.json()
 
 
 async def test_queues_come_as_a_tree_with_every_resource_in_user_units(client):

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
-from muster.bus import Delivery
 from muster.events import (
     BindRequested,
     NodeRegistered,
@@ -19,8 +17,7 @@ from muster.events import (
     Resources,
 )
 
-from services.dashboard.api import create_app
-from services.projector.sink import PostgresSink
+from tests.dashboard.api_client import api_over, get
 
 pytestmark = pytest.mark.postgres
 
@@ -57,18 +54,8 @@ def history() -> list[list]:
 
 @pytest.fixture
 async def client(pg_pool):
-    await PostgresSink(pg_pool).apply(
-        [Delivery(subject="t.events", seq=i + 1, events=events) for i, events in enumerate(history())]
-    )
-    transport = httpx.ASGITransport(app=create_app(pg_pool))
-    async with httpx.AsyncClient(transport=transport, base_url="http://dashboard") as http:
+    async for http in api_over(pg_pool, history()):
         yield http
-
-
-async def get(client: httpx.AsyncClient, path: str, status: int = 200) -> dict:
-    response = await client.get(path)
-    assert response.status_code == status, response.text
-    return response.json()
 
 
 async def test_the_failed_filter_lists_only_failed_jobs_each_saying_how_it_failed(client):
