@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from muster.field_paths import join
+
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.limits import check_count
-
-
-def join(path: str, key: str | int) -> str:
-    """``path`` extended by a key (``a.b``) or a list index (``a[0]``)."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
 
 
 def _type_name(value: object) -> str:

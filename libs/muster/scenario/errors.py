@@ -7,6 +7,8 @@ from typing import TypeVar
 
 import msgspec
 
+from muster.field_paths import join
+
 T = TypeVar("T")
 
 
@@ -28,13 +30,6 @@ class ScenarioError(ValueError):
     def in_file(self, source: str) -> ScenarioError:
         """The same error, naming the file it came from."""
         return ScenarioError(self.path, self.message, source)
-
-
-def join(path: str, key: str | int) -> str:
-    """``join("jobs", 2)`` -> ``jobs[2]``; ``join("jobs[2]", "pods")`` -> ``jobs[2].pods``."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
 
 
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<at>[^`]*)`)?$", re.S)

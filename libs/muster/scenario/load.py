@@ -15,11 +15,16 @@ from typing import Any
 import yaml
 
 from muster import events as ev
+from muster.bounded_yaml import YamlTooBig, load_yaml_documents
+from muster.bounds import MAX_NESTING
 from muster.scenario import convert as cv
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
 
 _EPS = 1e-9
+MAX_VALUES = 50_000_000
+"""Values in one file once YAML aliases are expanded: a 10,000-node cluster with 100,000 jobs is a few
+million; the bound stops a few lines of anchors from standing for billions."""
 
 
 def read_document(path: str | Path) -> Any:
@@ -31,9 +36,14 @@ def read_document(path: str | Path) -> Any:
     except UnicodeDecodeError as exc:
         raise ScenarioError("", f"not UTF-8 text: {exc.reason} at byte {exc.start}", str(path)) from None
     try:
-        return yaml.safe_load(text)
+        documents = load_yaml_documents(text, max_depth=MAX_NESTING, max_nodes=MAX_VALUES)
+    except YamlTooBig as exc:
+        raise ScenarioError(exc.path, exc.message, str(path)) from None
     except yaml.YAMLError as exc:
         raise ScenarioError("", f"not valid YAML or JSON: {exc}", str(path)) from None
+    if len(documents) > 1:
+        raise ScenarioError("", f"one document expected, found {len(documents)}", str(path))
+    return documents[0] if documents else None
 
 
 def load_scenario(path: str | Path) -> m.Scenario:

@@ -212,3 +212,29 @@ def test_a_file_that_is_not_yaml_is_a_scenario_error(tmp_path: Path):
 def test_a_missing_file_is_a_scenario_error(tmp_path: Path):
     with pytest.raises(ScenarioError, match="cannot read"):
         load_scenario(tmp_path / "absent.yaml")
+
+
+def test_a_file_nested_past_the_bound_names_the_deepest_field_it_reached(tmp_path: Path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("name: deep\nnodes: " + "[" * 500 + "]" * 500 + "\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert info.value.path == "nodes" + "[0]" * 63
+    assert "nested more than 64 levels deep" in info.value.message
+
+
+def test_aliases_that_stand_for_too_many_values_are_refused(tmp_path: Path):
+    # Ten levels of ten aliases each stand for 10**10 values: a few hundred bytes of text.
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 11)]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ScenarioError, match="values once its aliases are expanded"):
+        load_scenario(path)
+
+
+def test_a_file_of_several_documents_is_refused(tmp_path: Path):
+    path = tmp_path / "two.yaml"
+    path.write_text("name: one\n---\nname: two\n")
+    with pytest.raises(ScenarioError, match="one document expected, found 2"):
+        load_scenario(path)
