@@ -160,3 +160,20 @@ def test_the_report_counts_what_happened_and_gathers_every_violation():
     assert report.outcomes == {"completed": 1, "running": 1}
     assert [v.check for v in report.violations] == ["over_capacity"]
     assert report.counts()["violations"] == 1
+
+
+def test_a_job_failed_only_once_every_pod_has_ended_as_the_projection_says():
+    ended = log(
+        [NODE, job("gang", pods=2), job("half", pods=2)],
+        [bound("gang", 0), bound("gang", 1, gpus=(1,))],
+        [
+            ev.PodFailed(job="gang", pod=0, node="n1", exit_code=1),
+            ev.PodCompleted(job="gang", pod=1, node="n1"),
+        ],
+        [bound("half", 0)],
+        [ev.PodFailed(job="half", pod=0, node="n1", exit_code=1)],
+    )
+    outcomes = {k: v[0] for k, v in job_outcomes(ended).items()}
+    assert outcomes == {"gang": "failed", "half": "pending"}
+    # The pod still to place waits like any other: without the allocator's reason it is unsettled.
+    assert [v.message for v in unsettled_jobs(ended)] == ["job half is pending with no reason recorded"]
