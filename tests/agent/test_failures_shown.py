@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 
 # A shell anyone may run: an agent running as root runs pods as an unprivileged user.
 EXITS_3 = ["/bin/sh", "-c", "echo giving up >&2; exit 3"]
-REASON = "exited with code 3"
+REASON = "exited with code 3: giving up"
 
 
 def status(system) -> dict:

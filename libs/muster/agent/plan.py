@@ -162,6 +162,8 @@ class Local:
     share: float
     exit_code: int | None = None
     """Set once the process has ended; negative -N: killed by signal N."""
+    last_words: str = ""
+    """The last line the process wrote to its log, once it has ended: what a failure says of itself."""
     stopping: bool = False
     requeue: bool = False
     """It ended for a reason not its own (the agent restarted without seeing its end, or
@@ -281,7 +283,7 @@ def decide(log: NodeLog, local: dict[PodKey, Local], *, clock: float, default_gr
                 )
             )
         else:
-            reason = _exit_reason(proc.exit_code)
+            reason = _exit_reason(proc.exit_code, proc.last_words)
             out.append(Report(_failed(bind, node, proc.exit_code, reason, clock), placement.seq))
     for key, (eviction, seq) in sorted(log.unanswered.items()):
         out.append(Report(ev.PodEvicted(job=key[0], pod=key[1], node=node, pool=eviction.pool), seq))
@@ -304,12 +306,14 @@ def _grace(log: NodeLog, key: PodKey, default: float) -> float:
     return default
 
 
-def _exit_reason(code: int | None) -> str:
+def _exit_reason(code: int | None, last_words: str = "") -> str:
     if code is None:
-        return "exit status unknown"
-    if code < 0:
-        return f"killed by signal {-code}"
-    return f"exited with code {code}"
+        how = "exit status unknown"
+    elif code < 0:
+        how = f"killed by signal {-code}"
+    else:
+        how = f"exited with code {code}"
+    return f"{how}: {last_words}" if last_words else how
 
 
 def _bound(bind: ev.BindRequested, node: str, clock: float) -> ev.PodBound:

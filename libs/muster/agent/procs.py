@@ -26,6 +26,10 @@ from muster.agent.sandbox import PodFolders, RunAs, pod_environment, user_name
 
 # Run as a script in isolated mode: it needs only the standard library, and its environment is the pod's.
 SHIM = [sys.executable, "-I", shim.__file__]
+# A failure's reason carries the last line its pod wrote (a Python exception, "CUDA error: out of
+# memory"): read from the log's last few KiB, and kept short, since it goes into every event reader.
+LAST_LINE_TAIL = 4096
+LAST_LINE_CHARS = 200
 
 
 def pod_env(run: PodRun, gpus: list[int], share: float, node: str, master: tuple[str, int]) -> dict[str, str]:
@@ -120,6 +124,21 @@ class Processes:
 
     def log_path(self, key: PodKey) -> Path:
         return self.logs / f"{file_name(key)}.log"
+
+    def last_line(self, key: PodKey) -> str:
+        """The last non-empty line of the pod's log, cut to ``LAST_LINE_CHARS`` ('' if none)."""
+        try:
+            with open(self.log_path(key), "rb") as out:
+                out.seek(0, os.SEEK_END)
+                out.seek(max(0, out.tell() - LAST_LINE_TAIL))
+                tail = out.read()
+        except OSError:
+            return ""
+        lines = [line.strip() for line in tail.decode("utf-8", "replace").splitlines() if line.strip()]
+        if not lines:
+            return ""
+        line = lines[-1]
+        return line if len(line) <= LAST_LINE_CHARS else line[: LAST_LINE_CHARS - 1] + "…"
 
     def exit_path(self, key: PodKey) -> Path:
         return self.exits / f"{file_name(key)}.exit"

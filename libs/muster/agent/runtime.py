@@ -104,7 +104,9 @@ class Agent:
                 self._watch(key)
             else:
                 code = self.procs.recorded_exit(key)
-                self.local[key] = dataclasses.replace(local, exit_code=code, requeue=code is None)
+                self.local[key] = dataclasses.replace(
+                    local, exit_code=code, requeue=code is None, last_words=self._last_words(key, code)
+                )
 
     # -- acting -------------------------------------------------------------------------------
 
@@ -157,7 +159,7 @@ class Agent:
             log.warning("cannot start %s pod %d: %s", key[0], key[1], exc)
             with open(self.procs.log_path(key), "ab") as out:
                 out.write(f"muster agent: cannot start: {exc}\n".encode())
-            self.local[key] = dataclasses.replace(local, exit_code=127)
+            self.local[key] = dataclasses.replace(local, exit_code=127, last_words=self._last_words(key, 127))
             return
         log.info("started %s pod %d on devices %s", key[0], key[1], list(bind.gpus))
         self.local[key] = local
@@ -173,15 +175,21 @@ class Agent:
             self.procs.signal(key, signal.SIGKILL, pid)
             current = self.local.get(key)
             if current is not None and current.seq == seq:
+                exit_code = code if code is not None else -9
                 self.local[key] = dataclasses.replace(
                     current,
-                    exit_code=code if code is not None else -9,
+                    exit_code=exit_code,
                     requeue=current.requeue or code is None,
+                    last_words=self._last_words(key, exit_code),
                 )
             log.info("%s pod %d ended (%s)", key[0], key[1], code)
             self.wake.set()
 
         self._spawn(watch())
+
+    def _last_words(self, key: PodKey, code: int | None) -> str:
+        # Only a failure is explained; a pod that completed needs no reason.
+        return self.procs.last_line(key) if code else ""
 
     def _spawn(self, coro) -> None:
         task = asyncio.create_task(coro)
