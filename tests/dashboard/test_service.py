@@ -4,21 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 
 import httpx
 import pytest
 from muster.runtime.settings import Settings
 from muster.service import ServiceContext
 
+from services.dashboard import app as dashboard_app
 from services.dashboard.app import DEFAULT_PORT, URL_FILE, DashboardConfigError, listen_address, run
 
 
-def test_it_listens_on_localhost_8765_unless_told_otherwise():
+def test_it_listens_on_localhost_8765_unless_told_otherwise(monkeypatch):
+    # Whether 8765 is free on this machine is not the point here (another system may hold it).
+    monkeypatch.setattr(dashboard_app, "_free", lambda host, port: True)
     assert listen_address({}) == ("127.0.0.1", DEFAULT_PORT) == ("127.0.0.1", 8765)
     assert listen_address({"MUSTER_DASHBOARD_HOST": "0.0.0.0", "MUSTER_DASHBOARD_PORT": "9000"}) == (
         "0.0.0.0",
         9000,
     )
+
+
+def test_it_takes_any_free_port_when_another_system_holds_the_default():
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        taken = holder.getsockname()[1]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(dashboard_app, "DEFAULT_PORT", taken)
+            assert listen_address({}) == ("127.0.0.1", 0)
+            assert listen_address({"MUSTER_DASHBOARD_PORT": str(taken)}) == ("127.0.0.1", taken)
 
 
 @pytest.mark.parametrize("port", ["http", "70000", "-1"])
