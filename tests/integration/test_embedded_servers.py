@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import asyncpg
 import nats
 import pytest
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, Settings, write_endpoints
+
+from tests.polling import wait_for
 
 pytestmark = [pytest.mark.slow]
 
@@ -61,3 +68,36 @@ def test_commands_find_the_system_recorded_in_their_home_unless_the_environment_
     assert (
         configured.nats_url == "nats://elsewhere:4222" and configured.pg_dsn == "postgresql://x@127.0.0.1:2/y"
     )
+
+
+OWNER = """
+import sys, time
+from pathlib import Path
+from muster.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+home = Path(sys.argv[1])
+servers = [EmbeddedNats(home).start(), EmbeddedPostgres(home).start()]
+print(" ".join(str(s.proc.pid) for s in servers), flush=True)
+time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A child that exited but was not reaped yet counts as gone: it serves nothing.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    return False
+
+
+def test_servers_whose_owner_is_killed_stop_with_it(tmp_path):
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(pid) for pid in owner.stdout.readline().split()]
+        assert len(pids) == 2 and not any(_gone(pid) for pid in pids)
+    finally:
+        owner.kill()
+        owner.wait()
+    wait_for(lambda: all(_gone(pid) for pid in pids), timeout=30, what="nats-server and postgres to stop")

@@ -142,7 +142,11 @@ class EmbeddedNats:
                 "-l", str(log),
             ]  # fmt: skip
         self.proc = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
         )
         _wait_for_port(self.host, self.port, self.proc, log, timeout)
         return self
