@@ -48,7 +48,11 @@ def _running_login(home) -> tuple[str, str | None]:
 def _reloaded(home) -> str:
     if nats_reload.reload_users(home):
         return "the running NATS has reloaded its users"
-    return "takes effect when `muster up` next starts the embedded NATS"
+    # No embedded NATS with users runs from this home: it is stopped, or the servers are external.
+    return (
+        "takes effect at the next `muster up` "
+        "(servers of your own: add the user from muster.runtime.security.tenant_permissions)"
+    )
 
 
 def _add(args: argparse.Namespace) -> int:
