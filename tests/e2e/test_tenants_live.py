@@ -8,6 +8,7 @@ cancels its own jobs.
 
 from __future__ import annotations
 
+import signal
 import uuid
 
 import pytest
@@ -120,6 +121,18 @@ def test_a_tenant_cannot_cancel_another_tenants_job_and_can_cancel_its_own(syste
 
     muster(system, "cancel", "serve-b", "--tenant", "team-b")
     answer(system, PodGroupDeleted, name="serve-b")
+
+
+def test_who_owns_a_job_survives_a_killed_podgrouper(system, tmp_path):
+    submit_as(system, "team-b", pod_file(tmp_path, "eval-b"))
+    answer(system, PodGroupCreated, name="eval-b", owner="team-b")
+    # Crash-only: killed without a chance to save anything, it rebuilds the owners from the log.
+    system.stop_service("podgrouper", sig=signal.SIGKILL)
+    system.start_service("podgrouper")
+    refused = muster(system, "cancel", "eval-b", "--tenant", "team-a", check=False)
+    assert refused.returncode == 1 and "tenant team-a has no job eval-b" in refused.stderr
+    muster(system, "cancel", "eval-b", "--tenant", "team-b")
+    answer(system, PodGroupDeleted, name="eval-b")
 
 
 def test_a_removed_tenant_can_no_longer_log_in(system, tmp_path):
