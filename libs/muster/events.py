@@ -22,6 +22,12 @@ Job (pod group) lifecycle::
     running ──PodCompleted / PodFailed (every pod ended, one or more failed)──► failed
     any ──PodGroupDeleted──► gone
 
+Tenants (``muster tenant add``) submit on ``workloads.<tenant>.<queue>``; the
+podgrouper answers as for any submission, with ``owner`` set on each group,
+unless the workload names another queue or a group name another owner's live
+job holds (``WorkloadRejected``). A tenant's ``CancelRequested`` is answered
+``PodGroupDeleted`` when the job is the tenant's own, else ``CancelRefused``.
+
 Pod lifecycle (a pod is ``(job, index)``, index over the job's pod specs
 expanded in order)::
 
@@ -210,10 +216,28 @@ class PodGroupCreated(_Event, tag="PodGroupCreated", kw_only=True):
     duration: float | None = None
     """Seconds of run time after which the pods complete (simulated fleets)."""
     workload_uid: str = ""
+    owner: str = ""
+    """The tenant that submitted it; '' for the system's own logins (cli, framework)."""
 
 
 class PodGroupDeleted(_Event, tag="PodGroupDeleted", kw_only=True):
     name: str
+
+
+class CancelRequested(_Event, tag="CancelRequested", kw_only=True):
+    """A tenant asks to delete one of its jobs; the tenant is the subject's, never the body's."""
+
+    uid: str
+    """Id of this request; the refusal, if any, names it."""
+    job: str
+
+
+class CancelRefused(_Event, tag="CancelRefused", kw_only=True):
+    """The podgrouper's answer to a CancelRequested for a job that is not the tenant's (or none)."""
+
+    uid: str
+    job: str
+    error: str
 
 
 class UpsertQueue(_Event, tag="UpsertQueue", kw_only=True):
@@ -452,6 +476,8 @@ Event = Union[  # noqa: UP007 (a runtime union object whose __args__ lists the t
     PodFailed,
     NodeLost,
     AdoptPods,
+    CancelRequested,
+    CancelRefused,
 ]
 
 EVENT_TYPES: tuple[type[_Event], ...] = Event.__args__  # type: ignore[attr-defined]

@@ -6,12 +6,17 @@
 Other languages publish the same JSON (``schemas/WorkloadSubmitted.json``,
 wrapped in ``schemas/Envelope.json``) to ``<prefix>.workloads`` with a
 ``Nats-Msg-Id`` header; see README.
+
+A tenant (``Client.connect(tenant="team-a")``, or ``MUSTER_TENANT``) logs in
+with its own login file and submits on ``<prefix>.workloads.<tenant>.<queue>``;
+it may cancel only its own jobs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -22,17 +27,23 @@ from muster import telemetry
 from muster.bus import NatsBus, chunk_events
 from muster.events import (
     AdoptPods,
+    CancelRefused,
+    CancelRequested,
     DeleteQueue,
     Event,
     NodeRegistered,
     NodeSpec,
+    PodGroupCreated,
+    PodGroupDeleted,
     QueueRejected,
     QueueSpec,
     QueueUpserted,
     UpsertQueue,
     WorkloadSubmitted,
 )
+from muster.runtime.security import NatsCredentials
 from muster.runtime.settings import Endpoints, Settings
+from muster.tenants import TenantLogin
 
 ADOPTED_PER_EVENT = 1000
 """Pods named in one AdoptPods event: a hundred-odd bytes each, well inside one envelope."""
@@ -48,18 +59,32 @@ def workload_uid(manifests: Sequence[dict[str, Any]]) -> str:
     return f"{kind or 'workload'}/{name or 'unnamed'}/{digest}"
 
 
+class CancelError(RuntimeError):
+    """A cancel that did not happen: refused, or the job is not there; the message says which."""
+
+
 class Client:
-    def __init__(self, bus: NatsBus, endpoints: Endpoints):
+    def __init__(self, bus: NatsBus, endpoints: Endpoints, tenant: TenantLogin | None = None):
         self.bus = bus
         self.endpoints = endpoints
         self.subjects = endpoints.subjects
+        self.tenant = tenant
 
     @classmethod
-    async def connect(cls, endpoints: Endpoints | None = None) -> Client:
-        """Connect to the system given, or the one the environment / MUSTER_HOME names."""
-        endpoints = endpoints or Settings.from_env().endpoints()
-        bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="muster-client")
-        return cls(bus, endpoints)
+    async def connect(cls, endpoints: Endpoints | None = None, *, tenant: str | None = None) -> Client:
+        """Connect to the system given, or the one the environment / MUSTER_HOME names.
+
+        ``tenant`` (default: ``MUSTER_TENANT``): log in as that tenant, from its login file.
+        """
+        settings = Settings.from_env()
+        endpoints = endpoints or settings.endpoints()
+        tenant = tenant or os.environ.get("MUSTER_TENANT") or None
+        login = TenantLogin.read(settings.home, tenant) if tenant else None
+        credentials = NatsCredentials(login.user, login.password, login.nats_ca) if login else None
+        bus = await NatsBus.connect(
+            endpoints.nats_url, endpoints.subjects, service="muster-client", credentials=credentials
+        )
+        return cls(bus, endpoints, login)
 
     async def close(self) -> None:
         await self.bus.close()
@@ -78,8 +103,16 @@ class Client:
         submitted_at: float | None = None,
         uid: str | None = None,
     ) -> str:
-        """Publish a workload for the podgrouper; returns its uid."""
+        """Publish a workload for the podgrouper; returns its uid.
+
+        As a tenant, it goes to ``queue`` (one of the tenant's; its only one if not given).
+        """
         uid = uid or workload_uid(manifests)
+        subject, msg_id = self.subjects.workloads, f"submit:{uid}"
+        if self.tenant is not None:
+            name = self.tenant.tenant
+            subject = self.subjects.tenant_workloads(name, self.tenant.queue_for(queue))
+            msg_id = f"submit:{name}:{uid}"
         event = WorkloadSubmitted(
             uid=uid,
             manifests=list(manifests),
@@ -87,8 +120,49 @@ class Client:
             queue=queue,
         )
         with telemetry.tracer().start_as_current_span("submit", attributes={"muster.workload": uid}):
-            await self.bus.publish(self.subjects.workloads, [event], msg_id=f"submit:{uid}")
+            await self.bus.publish(subject, [event], msg_id=msg_id)
         return uid
+
+    async def cancel(self, job: str, *, wait: float = 15.0) -> int:
+        """Delete ``job``; returns the sequence of its PodGroupDeleted. Raises ``CancelError``.
+
+        As a tenant, the podgrouper decides (only the tenant's own jobs), and this waits for its answer.
+        """
+        if self.tenant is None:
+            return await self._cancel_directly(job)
+        uid = f"{job}:{time.time_ns()}"
+        start = await self.bus.last_seq() + 1
+        subject = self.subjects.tenant_workloads(self.tenant.tenant, self.tenant.queues[0])
+        await self.bus.publish(
+            subject, [CancelRequested(uid=uid, job=job)], msg_id=f"cancel:{self.tenant.tenant}:{uid}"
+        )
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            async for delivery in self.bus.read([self.subjects.podgroups], start_seq=start):
+                start = delivery.seq + 1
+                for event in delivery.events:
+                    if isinstance(event, CancelRefused) and event.uid == uid:
+                        raise CancelError(event.error)
+                    if isinstance(event, PodGroupDeleted) and event.name == job:
+                        return delivery.seq
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"no answer from the podgrouper to cancelling {job} within {wait:g}s")
+
+    async def _cancel_directly(self, job: str) -> int:
+        # The system's own logins delete on podgroups themselves.
+        created = None
+        async for delivery in self.bus.read([self.subjects.podgroups]):
+            for event in delivery.events:
+                if isinstance(event, PodGroupCreated) and event.name == job:
+                    created = delivery.seq
+                elif isinstance(event, PodGroupDeleted) and event.name == job:
+                    created = None
+        if created is None:
+            raise CancelError(f"no job {job} (it was never created, or is already cancelled)")
+        # Cancelling the same job twice is one fact: the id names the job's creation.
+        return await self.bus.publish(
+            self.subjects.podgroups, [PodGroupDeleted(name=job)], msg_id=f"cancel:{job}:{created}"
+        )
 
     async def register_nodes(self, nodes: Sequence[NodeSpec], *, tag: str = "") -> None:
         """Add nodes to the fleet (the sim backend's, or any node source)."""

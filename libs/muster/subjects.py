@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 # Event types (their wire tags) each subject may carry, keyed by the subject under the prefix; `*`
-# stands for one token (a pool). A new flow, such as per-queue submissions (`workloads.*`), only adds
-# a pattern here.
+# stands for one token (a pool, a tenant, a queue). A new flow only adds a pattern here.
 EVENT_TYPES: dict[str, frozenset[str]] = {
     "workloads": frozenset({"WorkloadSubmitted"}),
-    "podgroups": frozenset({"PodGroupCreated", "PodGroupDeleted", "WorkloadRejected"}),
+    # A tenant's own subjects, one per queue it may use (`workloads.<tenant>.<queue>`).
+    "workloads.*.*": frozenset({"WorkloadSubmitted", "CancelRequested"}),
+    "podgroups": frozenset({"PodGroupCreated", "PodGroupDeleted", "WorkloadRejected", "CancelRefused"}),
     "queues.requests": frozenset({"UpsertQueue", "DeleteQueue"}),
     "queues.events": frozenset({"QueueUpserted", "QueueDeleted", "QueueRejected"}),
     "queues.status": frozenset({"QueueStatus"}),
@@ -84,9 +85,20 @@ class Subjects:
         """WorkloadSubmitted."""
         return f"{self.prefix}.workloads"
 
+    def tenant_workloads(self, tenant: str = "*", queue: str = "*") -> str:
+        """WorkloadSubmitted, CancelRequested: from ``tenant``, for ``queue``."""
+        return f"{self.prefix}.workloads.{tenant}.{queue}"
+
+    def tenant_and_queue(self, subject: str) -> tuple[str, str] | None:
+        """The (tenant, queue) a tenant subject names, or None for any other subject."""
+        if not subject_matches(self.tenant_workloads(), subject):
+            return None
+        tenant, queue = subject.split(".")[-2:]
+        return tenant, queue
+
     @property
     def podgroups(self) -> str:
-        """PodGroupCreated, PodGroupDeleted, WorkloadRejected."""
+        """PodGroupCreated, PodGroupDeleted, WorkloadRejected, CancelRefused."""
         return f"{self.prefix}.podgroups"
 
     @property

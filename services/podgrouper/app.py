@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from muster.service import ServiceContext
 
 from services.podgrouper.handlers import PodgrouperHandlers
+from services.podgrouper.tenant_handlers import TenantHandlers
 
 
 async def run(ctx: ServiceContext) -> None:
     handlers = PodgrouperHandlers(ctx.bus, ctx.subjects)
-    await ctx.bus.consume("podgrouper", [ctx.subjects.workloads], handlers.handle, stop=ctx.stop)
+    tenants = TenantHandlers(ctx.bus, ctx.subjects)
+    # Two durable consumers: the first one's filter is what it has always been, so a system
+    # upgraded in place keeps its position; tenants' requests have their own.
+    await asyncio.gather(
+        ctx.bus.consume("podgrouper", [ctx.subjects.workloads], handlers.handle, stop=ctx.stop),
+        ctx.bus.consume(
+            "podgrouper-tenants", [ctx.subjects.tenant_workloads()], tenants.handle, stop=ctx.stop
+        ),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import NoReturn
 
@@ -34,3 +35,10 @@ def running_endpoints() -> Endpoints:
         return Settings.from_env().endpoints()
     except NoRunningSystem as exc:
         fail(str(exc), CHECK_FAILED)
+
+
+def add_tenant_option(parser, help: str) -> None:
+    """``--tenant NAME``, defaulting to ``MUSTER_TENANT``; unset, the command runs as the system's CLI."""
+    parser.add_argument(
+        "--tenant", default=os.environ.get("MUSTER_TENANT") or None, metavar="NAME", help=help
+    )

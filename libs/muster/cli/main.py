@@ -25,6 +25,7 @@ COMMANDS = (
     "muster.cli.run_cmd",
     "muster.cli.logs_cmd",
     "muster.cli.cancel_cmd",
+    "muster.cli.tenant_cmd",
     "muster.cli.completion_cmd",
     "muster.cli.bench_cmd",
 )

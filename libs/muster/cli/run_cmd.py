@@ -13,8 +13,9 @@ import os
 import time
 from pathlib import Path
 
-from muster.cli.common import fail, print_json, running_endpoints
+from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
 from muster.sdk import Client, workload_uid
+from muster.tenants import TenantError
 from services.podgrouper.command_job import manifest
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.group import group_manifests
@@ -40,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--grace-period", type=float, help="seconds between SIGTERM and SIGKILL when evicted")
     p.add_argument("--priority-class", help="train, build-preemptible, build or inference")
     p.add_argument("--name", help="job name (default: derived from the command, made unique)")
+    add_tenant_option(p, "run as this tenant; --queue must be one of its queues")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     p.set_defaults(run=_run)
@@ -106,10 +108,15 @@ def _run(args: argparse.Namespace) -> int:
     endpoints = running_endpoints()
 
     async def send() -> str:
-        async with await Client.connect(endpoints) as client:
-            return await client.submit([doc], uid=workload_uid([doc]))
+        async with await Client.connect(endpoints, tenant=args.tenant) as client:
+            # A tenant's queue is its subject's; the system's logins leave it to the manifest.
+            queue = group.queue if client.tenant is not None else None
+            return await client.submit([doc], queue=queue, uid=workload_uid([doc]))
 
-    uid = asyncio.run(send())
+    try:
+        uid = asyncio.run(send())
+    except TenantError as exc:
+        fail(str(exc))
     if args.json:
         print_json({"job": name, "uid": uid, "queue": group.queue, "pods": args.count})
     else:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from muster.cli.common import fail, print_json, running_endpoints
+from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
 from muster.cli.manifests import read_manifests
 from muster.sdk import Client, workload_uid
+from muster.tenants import TenantError
 from services.podgrouper.errors import ManifestError
 from services.podgrouper.group import group_manifests
 from services.podgrouper.handlers import group_submission  # noqa: F401  (installs the muster kind)
@@ -24,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "-f", "--file", required=True, help="manifest file (YAML, several documents separated by ---)"
     )
     p.add_argument("--queue", help="submit to this queue, whatever the manifest says")
+    add_tenant_option(p, "submit as this tenant, to one of its queues (default: its only one)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
 
@@ -37,13 +39,19 @@ def _run(args: argparse.Namespace) -> int:
     endpoints = running_endpoints()
 
     async def send() -> str:
-        client = await Client.connect(endpoints)
+        client = await Client.connect(endpoints, tenant=args.tenant)
         try:
-            return await client.submit(docs, queue=args.queue, uid=workload_uid(docs))
+            queue = args.queue
+            if client.tenant is not None and queue is None and groups[0].queue in client.tenant.queues:
+                queue = groups[0].queue  # the queue the manifest names picks the tenant's subject
+            return await client.submit(docs, queue=queue, uid=workload_uid(docs))
         finally:
             await client.close()
 
-    uid = asyncio.run(send())
+    try:
+        uid = asyncio.run(send())
+    except TenantError as exc:
+        fail(str(exc))
     if args.json:
         print_json(
             {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib.util
+import json
 import os
 import pwd
 import shutil
@@ -27,6 +28,9 @@ from pathlib import Path
 from muster.runtime.home_lock import home_lock
 from muster.runtime.security import NatsAuth, render_nats_conf, write_private
 
+# A secured embedded NATS's pid, and how its config was rendered (see runtime.nats_reload).
+NATS_PID_FILE = "nats.pid"
+NATS_STATE_FILE = "nats-server.json"
 # Postgres refuses to run as root; this account runs it when we are root.
 PG_SYSTEM_USER = "muster-pg"
 
@@ -119,17 +123,36 @@ class EmbeddedNats:
     def config_path(self) -> Path:
         return self.home / "nats.conf"
 
+    @property
+    def pid_path(self) -> Path:
+        return self.home / NATS_PID_FILE
+
+    def write_config(self) -> Path:
+        """Render ``nats.conf`` from ``auth`` (mode 0600) and note what a reload needs to render it again."""
+        assert self.auth is not None
+        conf = render_nats_conf(
+            self.auth, host=self.host, port=self.port, store_dir=self.home / "nats",
+            log_file=self.home / "nats.log", server_name=f"muster-{self.port}", pid_file=self.pid_path,
+        )  # fmt: skip
+        # No secret in it: the passwords are read again from the home's secrets at a reload.
+        state = {
+            "host": self.host,
+            "port": self.port,
+            "prefix": self.auth.prefix,
+            "users": bool(self.auth.passwords),
+            "tls": self.auth.tls is not None,
+        }
+        write_private(self.home / NATS_STATE_FILE, json.dumps(state))
+        return write_private(self.config_path, conf)
+
     def start(self, timeout: float = 20.0) -> EmbeddedNats:
         store = self.home / "nats"
         store.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port(self.host)
         log = self.home / "nats.log"
         if self.auth is not None:
-            conf = render_nats_conf(
-                self.auth, host=self.host, port=self.port, store_dir=store, log_file=log,
-                server_name=f"muster-{self.port}",
-            )  # fmt: skip
-            args = [nats_server_binary(), "-c", str(write_private(self.config_path, conf))]
+            self.pid_path.unlink(missing_ok=True)
+            args = [nats_server_binary(), "-c", str(self.write_config())]
         else:
             self.config_path.unlink(missing_ok=True)
             args = [
@@ -155,6 +178,7 @@ class EmbeddedNats:
         if self.proc is not None:
             _stop(self.proc, signal.SIGTERM)
             self.proc = None
+        (self.home / NATS_STATE_FILE).unlink(missing_ok=True)
 
 
 def _ensure_system_user(name: str) -> pwd.struct_passwd:

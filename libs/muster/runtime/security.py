@@ -16,12 +16,16 @@ import json
 import os
 import secrets
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from muster.subjects import Subjects
+
+if TYPE_CHECKING:
+    from muster.tenants import Tenant
 
 SECRETS_DIR = "secrets"
 SECRETS_FILE = "secrets.json"
@@ -146,6 +150,29 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     }
 
 
+def tenant_permissions(prefix: str, tenant: str, queues: Sequence[str]) -> Permissions:
+    """A tenant's allow lists: submit and cancel on its own queues' subjects, read the stream.
+
+    Reading is what ``muster cancel`` needs to see its answer; it shows every
+    tenant's jobs, as it does the CLI's (no confidentiality between tenants).
+    """
+    s = Subjects(prefix)
+    user = f"tenant-{tenant}"
+    # An ordered (ephemeral, unnamed) consumer only: no durable consumer a tenant could leave behind
+    # or name after a service's, and no acks.
+    reader = (
+        "$JS.API.INFO",
+        f"$JS.API.STREAM.INFO.{s.stream}",
+        "$JS.API.STREAM.NAMES",
+        f"$JS.API.CONSUMER.CREATE.{s.stream}",
+        f"$JS.FC.{s.stream}.>",
+    )
+    return Permissions(
+        publish=(*reader, *(s.tenant_workloads(tenant, q) for q in queues)),
+        subscribe=(f"{inbox_prefix(user)}.>",),
+    )
+
+
 def _q(value: str) -> str:
     # NATS config strings are JSON-compatible when double-quoted; quoting keeps `$JS...` literal.
     return json.dumps(value)
@@ -188,10 +215,19 @@ class NatsAuth:
     prefix: str
     passwords: Mapping[str, str] = field(repr=False, default_factory=dict)
     tls: TlsFiles | None = None
+    tenants: Sequence[Tenant] = ()
+    """Tenants' users, besides the system's own (only where ``passwords`` turns users on)."""
 
 
 def render_nats_conf(
-    auth: NatsAuth, *, host: str, port: int, store_dir: Path, log_file: Path, server_name: str
+    auth: NatsAuth,
+    *,
+    host: str,
+    port: int,
+    store_dir: Path,
+    log_file: Path,
+    server_name: str,
+    pid_file: Path | None = None,
 ) -> str:
     """nats.conf of an embedded server: JetStream, one user per service and client, TLS if asked.
 
@@ -206,6 +242,9 @@ def render_nats_conf(
         f"log_file: {_q(str(log_file))}",
         f"jetstream {{ store_dir: {_q(str(store_dir))} }}",
     ]
+    if pid_file is not None:
+        # How `muster tenant` finds the server to reload (SIGHUP) after changing its users.
+        lines.append(f"pid_file: {_q(str(pid_file))}")
     if auth.tls is not None:
         lines.append(
             f"tls {{ cert_file: {_q(str(auth.tls.cert))}, key_file: {_q(str(auth.tls.key))}, timeout: 5 }}"
@@ -216,6 +255,12 @@ def render_nats_conf(
         for user, perms in nats_permissions(auth.prefix).items():
             lines.append(
                 f"    {{ user: {_q(user)}, password: {_q(auth.passwords[user])},\n"
+                f"      permissions: {render_permissions(perms, '      ')} }}"
+            )
+        for tenant in auth.tenants:
+            perms = tenant_permissions(auth.prefix, tenant.name, tenant.queues)
+            lines.append(
+                f"    {{ user: {_q(tenant.user)}, password: {_q(tenant.password)},\n"
                 f"      permissions: {render_permissions(perms, '      ')} }}"
             )
         lines.append("  ]")

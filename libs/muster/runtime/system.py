@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from muster import tenants
 from muster.runtime import security
 from muster.runtime.embedded import die_with_parent, embedded_servers
 from muster.runtime.home_lock import home_lock
@@ -206,6 +207,7 @@ class _Plan:
                 prefix=settings.prefix,
                 passwords=found.nats if nats_users else {},
                 tls=security.make_tls(settings.home / "tls") if tls else None,
+                tenants=tenants.load(settings.home) if nats_users else (),
             )
         return cls(auth, found.postgres[security.PG_SUPERUSER] if pg_roles else None, found)
 
@@ -294,6 +296,8 @@ def _system(
             ca = plan.nats_auth.tls.ca if plan.nats_auth and plan.nats_auth.tls else None
             passwords = plan.nats_auth.passwords if plan.nats_auth else {}
             security.write_client_files(settings.home, nats_url, ca, passwords, pg_reader=reader)
+            for tenant in plan.nats_auth.tenants if plan.nats_auth else ():
+                tenants.write_login(settings.home, tenant, nats_url, str(ca) if ca else None)
         if nats_logins:
             security.remember_started(nats_url, {u: nats_logins[u] for u in security.CLIENT_USERS})
         write_endpoints(settings.home, endpoints)
