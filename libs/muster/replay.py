@@ -2,8 +2,8 @@
 
 A cycle's record is the decisions the allocator published for it and its
 ``CycleCompleted`` (watermark, clock, epoch, changed pending reasons, config
-digest). Replay folds the log into a fresh engine exactly as the live
-allocator did (the same subjects, in stream order), runs each recorded cycle
+digest). Replay folds the log exactly as the live allocator did (the same
+``AllocatorFold``, the same subjects, in stream order), re-runs each recorded cycle
 when the fold reaches its watermark, and compares what it gets with what was
 recorded. The configuration comes from the log's ``AllocatorConfigured``.
 """
@@ -26,11 +26,11 @@ from muster.events import (
     LeaderElected,
     decode_event,
 )
-from muster.fencing import EpochFence
 from muster.subjects import Subjects, subject_matches
 from services.allocator.app import consumed_subjects
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
+from services.allocator.fold import AllocatorFold
 
 
 @dataclass(frozen=True)
@@ -155,32 +155,29 @@ def replay(
 def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, report) -> None:
     wanted = consumed_subjects(subjects, pool)
     records = sorted(records, key=lambda r: (r.completed.watermark, r.completed.cycle))
-    allocator: Allocator | None = None
+    fold: AllocatorFold | None = None
     config: AllocatorConfig | None = None
-    fence = EpochFence()
     read: list[tuple[int, int, Event]] = []
     i = 0
 
     def run_due(upto: int) -> None:
-        nonlocal i, allocator, config, read, fence
+        nonlocal i, fold, config, read
         while i < len(records) and records[i].completed.watermark < upto:
             record = records[i]
             i += 1
-            if allocator is None or record.config != config:
+            if fold is None or record.config != config:
                 # A new configuration means a restarted allocator: it rebuilt its state from the log.
-                allocator, config, fence = engine(record.config, pool), record.config, EpochFence()
+                fold, config = AllocatorFold(engine(record.config, pool), pool), record.config
                 for m in messages:
                     if m.seq > record.completed.watermark:
                         break
                     if any(subject_matches(p, m.subject) for p in wanted):
-                        for event in m.events:
-                            if fence.admit(event):
-                                allocator.apply(event)
+                        fold.fold(m.seq, m.events)
             c = record.completed
             if c.watermark < from_seq or (to_seq is not None and c.watermark > to_seq):
                 read = []
                 continue
-            out = allocator.cycle(c.clock, cycle=c.cycle, epoch=c.epoch, watermark=c.watermark)
+            out = fold.rerun(c)
             report.cycles += 1
             got = [*out.decisions, out.completed]
             want = [*record.decisions, c]
@@ -192,11 +189,9 @@ def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, re
 
     for message in messages:
         run_due(message.seq)
-        if allocator is not None and any(subject_matches(p, message.subject) for p in wanted):
-            for index, event in enumerate(message.events):
-                if fence.admit(event):
-                    allocator.apply(event)
-                read.append((message.seq, index, event))
+        if fold is not None and any(subject_matches(p, message.subject) for p in wanted):
+            fold.fold(message.seq, message.events)
+            read.extend((message.seq, index, event) for index, event in enumerate(message.events))
     run_due(float("inf"))
 
 

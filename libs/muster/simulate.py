@@ -1,13 +1,13 @@
 """Run a scenario through the real allocator, in one process.
 
 One code path: the scenario becomes events on an in-process append-only log;
-the live allocator (``services.allocator.engine.Allocator``) and the
+the live allocator's fold (``services.allocator.fold.AllocatorFold``) and the
 simulated fleet (``services.binder.sim.SimFleet``) read every event of that
 log, including their own. The fleet first reports the pods the scenario says
 already run (it was handed them with its nodes). Then each cycle:
 
 1. the fleet confirms what is due at this clock (pods whose ``duration`` ran out);
-2. the allocator decides (``cycle(clock, watermark=last sequence)``); its
+2. the allocator decides (the fold's next cycle, at the last sequence); its
    binds and evictions, then its ``CycleCompleted``, go onto the log;
 3. the fleet confirms the decisions (evictions release at once, pipelined
    binds land after them) and the confirmations go onto the log;
@@ -20,6 +20,7 @@ time to pass, or after ``max_cycles``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,6 +29,9 @@ from muster.scenario import model as m
 from muster.scenario.convert import allocator_config, scenario_events
 from services.allocator.config import AllocatorConfig
 from services.binder.sim import SimFleet
+
+if TYPE_CHECKING:
+    from services.allocator.engine import Allocator
 
 # -- the result, in the shape spec/scenario-format.md prints -----------------
 
@@ -110,21 +114,27 @@ class Simulation:
 
     def __init__(self, scenario: m.Scenario, config: AllocatorConfig | None = None) -> None:
         from services.allocator.engine import Allocator
+        from services.allocator.fold import AllocatorFold
 
         self.scenario = scenario
         self.log = EventLog()
-        self.allocator = Allocator(config or allocator_config(scenario))
+        engine = Allocator(config or allocator_config(scenario))
+        self.fold = AllocatorFold(engine, engine.pool_label)
         self.fleet = SimFleet()
         self.history = _JobHistory()
         self.evictions: list[Eviction] = []
         self.reasons: dict[str, str] = {}
         """The last cycle's reason for each pending job."""
 
+    @property
+    def allocator(self) -> Allocator:
+        return self.fold.engine
+
     def publish(self, events: list[ev.Event]) -> int:
         """Append ``events`` to the log and hand each to every reader; returns how many."""
         for event in events:
-            self.log.append(event)
-            self.allocator.apply(event)
+            # Each event is a message of its own: the fold's watermark stays the log's last sequence.
+            self.fold.fold(self.log.append(event), (event,))
             self.fleet.apply(event)
             self.history.apply(event)
         return len(events)
@@ -140,17 +150,19 @@ class Simulation:
         step = self.scenario.config.time_step
         for n in range(1, self.scenario.config.max_cycles + 1):
             cycles = n
-            changed = self.cycle(n, clock)
+            changed = self.cycle(clock)
             settled = not changed and not self.waiting_for_time(clock)
             clock += step
             if settled:
                 break
         return self.result(cycles, clock)
 
-    def cycle(self, n: int, clock: float) -> bool:
-        """One cycle at ``clock``; whether it changed anything."""
+    def cycle(self, clock: float) -> bool:
+        """The next cycle at ``clock`` (every cycle is recorded, so numbered 1, 2, ...); whether it changed
+        anything."""
         changed = self.publish(self.fleet.step(clock))
-        out = self.allocator.cycle(clock, cycle=n, epoch=0, watermark=self.log.last_seq)
+        out = self.fold.cycle(clock, epoch=0)
+        n = out.completed.cycle
         decisions = list(out.decisions)
         self._record_evictions(decisions, n)
         changed += self.publish(decisions)

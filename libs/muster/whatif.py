@@ -147,16 +147,15 @@ class _TimedSimulation(Simulation):
         self.publish([ev.QueueUpserted(queue=q) for q in queues])
         usage = _Usage({j.name: j for j in history.jobs})
         arrivals = list(history.jobs)
-        clock, n = history.start, 0
+        clock = history.start
         longest = max([j.duration or 0.0 for j in arrivals] or [0.0])
         horizon = history.end + longest + STEP
         while clock <= horizon:
-            n += 1
             due = [j for j in arrivals if j.submitted_at <= clock]
             arrivals = arrivals[len(due) :]
             self.publish(due)
             before = self.log.last_seq
-            changed = self.cycle(n, clock)
+            changed = self.cycle(clock)
             for event in self.log.events[before:]:
                 usage.see(event, clock)
             if not arrivals and not changed and not self.waiting_for_time(clock):

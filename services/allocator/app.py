@@ -44,7 +44,7 @@ def load_config(env: dict[str, str]) -> AllocatorConfig:
 
 async def tend_lease(handlers: AllocatorHandlers, lease: Lease) -> None:
     """One look at the lease: keep it, give it up, or take it at an epoch above every one the log has seen."""
-    log_epoch = handlers.fence.current(handlers.pool)
+    log_epoch = handlers.fold.log_epoch
     if handlers.leader:
         if log_epoch > handlers.epoch:
             # Another election was recorded after ours (a lease bucket lost and recreated elects anew):

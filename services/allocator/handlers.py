@@ -1,9 +1,10 @@
-"""The live allocator around the pure engine: fold events in, run cycles, publish decisions.
+"""The live allocator around the shared fold: read deliveries, run cycles, publish decisions.
 
-The engine's state is a fold of the log, its own decisions included: after
-publishing a cycle's decisions the allocator waits until it has read them
-back before it runs the next cycle, so every cycle is a function of the
-log prefix up to its watermark, and replay can re-derive it.
+The allocator's state is a fold of the log (``services.allocator.fold``),
+its own decisions included: after publishing a cycle's decisions the
+allocator waits until it has read them back before it runs the next cycle,
+so every cycle is a function of the log prefix up to its watermark, and
+replay can re-derive it.
 """
 
 from __future__ import annotations
@@ -14,17 +15,14 @@ from collections.abc import Callable
 import msgspec
 from muster import telemetry
 from muster.bus import Bus, Delivery, chunk_events
-from muster.events import AllocatorConfigured, BindRequested, CycleCompleted, LeaderElected, QueueStatus
-from muster.fencing import EpochFence
+from muster.events import AllocatorConfigured, BindRequested, LeaderElected, QueueStatus
 from muster.health import Metrics
 from muster.subjects import Subjects
 from opentelemetry import trace
 
 from services.allocator.engine import Allocator
+from services.allocator.fold import AllocatorFold
 from services.allocator.state import is_stale
-
-# Events the allocator itself emits; reading them back changes nothing worth a new cycle.
-_OWN = (CycleCompleted, QueueStatus, AllocatorConfigured, LeaderElected)
 
 
 class AllocatorHandlers:
@@ -41,33 +39,33 @@ class AllocatorHandlers:
     ):
         self.bus = bus
         self.subjects = subjects
-        self.engine = engine
+        self.fold = AllocatorFold(engine, pool)
         self.clock = clock
         self.pool = pool
         self.epoch = epoch
-        self.applied_seq = 0
+        """The epoch of this instance's lease: what its decisions carry."""
         self.awaiting_seq = 0
-        self.last_cycle = 0
         self.dirty = True
         self.queue_status: dict[str, QueueStatus] = {}
         self.cycles_run = 0
         self.traces = telemetry.JobContexts()
         self.metrics = metrics
-        self.fence = EpochFence()
         self.leader = False
+
+    @property
+    def engine(self) -> Allocator:
+        return self.fold.engine
+
+    @property
+    def applied_seq(self) -> int:
+        """The stream sequence of the last delivery read."""
+        return self.fold.watermark
 
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
         for delivery in deliveries:
             self.traces.note(delivery.events, delivery.context)
-            for event in delivery.events:
-                if not self.fence.admit(event):
-                    continue  # a deposed leader's decision, or its rejection: not part of the state
-                self.engine.apply(event)
-                if isinstance(event, CycleCompleted) and event.pool == self.pool:
-                    self.last_cycle = max(self.last_cycle, event.cycle)
-                elif not isinstance(event, _OWN):
-                    self.dirty = True
-            self.applied_seq = delivery.seq
+            if self.fold.fold(delivery.seq, delivery.events):
+                self.dirty = True
 
     async def become_leader(self, epoch: int, holder: str, previous: str | None) -> None:
         """This instance holds the pool's lease: record the new epoch, then decide under it."""
@@ -115,9 +113,9 @@ class AllocatorHandlers:
         if not self.ready(clock):
             return False
         self.dirty = False
-        cycle = self.last_cycle + 1
+        cycle = self.fold.next_cycle
         started = time.perf_counter()
-        out = self.engine.cycle(clock, cycle=cycle, epoch=self.epoch, watermark=self.applied_seq)
+        out = self.fold.cycle(clock, epoch=self.epoch)
         self.cycles_run += 1
         self._measure(out, time.perf_counter() - started)
         if self.engine.waiting_for_time(clock):
@@ -134,7 +132,7 @@ class AllocatorHandlers:
                     msg_id=f"allocator:{self.pool}:{self.epoch}:{cycle}:{i}",
                 )
             self.awaiting_seq = seq
-            self.last_cycle = cycle
+            self.fold.published(cycle)
             if telemetry.recording():
                 self._trace(out, cycle)
         await self._publish_queue_status(out.queue_status, cycle)
