@@ -68,6 +68,11 @@ async def pg_pool(endpoints: Endpoints):
     pool = await create_pool(endpoints.pg_dsn, endpoints.prefix, min_size=1, max_size=4)
     yield pool
     await pool.close()
+    await drop_schema(endpoints)
+
+
+async def drop_schema(endpoints: Endpoints) -> None:
+    """Remove the Postgres schema of ``endpoints``' prefix: nothing of a test's system outlives it."""
     conn = await asyncpg.connect(endpoints.pg_dsn)
     try:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema_for(endpoints.prefix)}" CASCADE')

@@ -62,3 +62,19 @@ async def log_of(system):
         return await log_from_nats(bus)
     finally:
         await bus.close()
+
+
+async def events_on(system, subject: str) -> list:
+    """Every event on ``subject`` so far, read as the CLI login (which a secured system requires)."""
+    from muster.bus import NatsBus
+
+    endpoints = system.endpoints
+    credentials = system.logins.nats.get("cli")  # none when the servers were given, unsecured
+    bus = await NatsBus.connect(
+        endpoints.nats_url, endpoints.subjects, service="test", credentials=credentials
+    )
+    try:
+        # The reader admits what it reads: a refused message comes with no events.
+        return [e async for d in bus.read([subject]) for e in d.events]
+    finally:
+        await bus.close()

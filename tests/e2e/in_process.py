@@ -25,9 +25,10 @@ from muster.bus import NatsBus
 from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import prepare
 from muster.service import run_service
-from muster.store import connect, schema_for
+from muster.store import connect
 
 from services.allocator.config import AllocatorConfig
+from tests.conftest import drop_schema
 
 # What a scenario needs: no agent nodes to watch, no dashboard to serve.
 SERVICES = ("projector", "queue_controller", "podgrouper", "allocator", "binder")
@@ -130,8 +131,4 @@ async def _remove(bus: NatsBus, endpoints: Endpoints) -> None:
                 await bus.js.delete_stream(name)
     finally:
         await bus.close()
-    conn = await asyncpg.connect(endpoints.pg_dsn)
-    try:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema_for(endpoints.prefix)}" CASCADE')
-    finally:
-        await conn.close()
+    await drop_schema(endpoints)

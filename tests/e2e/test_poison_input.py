@@ -28,7 +28,7 @@ from muster.events import (
 from muster.runtime.settings import Settings
 from muster.runtime.system import SERVICES, running_system
 
-from tests.e2e.conftest import SCENARIOS, SERVICE_ENV, muster, run, status
+from tests.e2e.conftest import SCENARIOS, SERVICE_ENV, events_on, muster, run, status
 from tests.poison import deep_envelope, raw_envelope
 from tests.polling import wait_for
 
@@ -84,15 +84,7 @@ async def publish(system, user: str, subject: str, data: bytes, msg_id: str) -> 
 
 
 async def letters(system) -> list[DeadLettered]:
-    endpoints = system.endpoints
-    bus = await NatsBus.connect(
-        endpoints.nats_url, endpoints.subjects, service="test", credentials=system.logins.nats["cli"]
-    )
-    try:
-        # The reader admits what it reads: a poison message on this subject comes with no events.
-        return [e async for d in bus.read([endpoints.subjects.deadletter]) for e in d.events]
-    finally:
-        await bus.close()
+    return await events_on(system, system.endpoints.subjects.deadletter)
 
 
 def lettered(system, seqs: set[int], by: str) -> bool:

@@ -21,7 +21,7 @@ from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
 from muster.tenants import TenantLogin
 
-from tests.e2e.conftest import SERVICE_ENV, muster, run
+from tests.e2e.conftest import SERVICE_ENV, events_on, muster, run
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
@@ -53,14 +53,7 @@ def pod_file(tmp_path, name: str, queue: str | None = None) -> str:
 
 
 async def podgroups(system) -> list:
-    endpoints = system.endpoints
-    bus = await NatsBus.connect(
-        endpoints.nats_url, endpoints.subjects, service="test", credentials=system.logins.nats["cli"]
-    )
-    try:
-        return [e async for d in bus.read([endpoints.subjects.podgroups]) for e in d.events]
-    finally:
-        await bus.close()
+    return await events_on(system, system.endpoints.subjects.podgroups)
 
 
 def answer(system, kind: type, **fields):
