@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from muster import snapshots as sn
 from muster.bus.admission import Refused, check_events
 from muster.events import (
     AllocatorConfigured,
@@ -27,10 +28,11 @@ from muster.events import (
     decode_event,
 )
 from muster.subjects import Subjects, subject_matches
+from services.allocator import snapshot as codec
 from services.allocator.app import consumed_subjects
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold
+from services.allocator.fold import AllocatorFold, fold_name
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,14 @@ class Divergence:
         }
 
 
+@dataclass(frozen=True)
+class Start:
+    """A snapshot to start a pool's fold from, with its image."""
+
+    meta: sn.SnapshotMeta
+    image: bytes
+
+
 @dataclass
 class ReplayReport:
     cycles: int = 0
@@ -83,6 +93,12 @@ class ReplayReport:
     first_divergence: Divergence | None = None
     seconds: float = 0.0
     pools: list[str] = field(default_factory=list)
+    snapshots_checked: int = 0
+    """Snapshots whose state digest was recomputed from the log."""
+    snapshot_mismatches: list[str] = field(default_factory=list)
+    """Keys of snapshots whose state is not what the log gives."""
+    started_from: dict[str, int] = field(default_factory=dict)
+    """pool -> the sequence of the snapshot its fold started from (absent: the log's start)."""
 
     @property
     def events_per_second(self) -> float:
@@ -95,6 +111,9 @@ class ReplayReport:
             "divergences": self.divergences,
             "first_divergence": self.first_divergence.to_builtins() if self.first_divergence else None,
             "events_per_second": round(self.events_per_second, 1),
+            "snapshots_checked": self.snapshots_checked,
+            "snapshot_mismatches": self.snapshot_mismatches,
+            "started_from": self.started_from,
         }
 
 
@@ -103,11 +122,16 @@ def _pool_of(subject: str, subjects: Subjects) -> str | None:
     return subject[len(prefix) :] if subject.startswith(prefix) else None
 
 
-def recorded_cycles(log: list[LoggedMessage], subjects: Subjects) -> dict[str, list[RecordedCycle]]:
-    """Every recorded cycle per pool, with the decisions published before its CycleCompleted."""
+def recorded_cycles(
+    log: list[LoggedMessage], subjects: Subjects, configs: dict[str, AllocatorConfig] | None = None
+) -> dict[str, list[RecordedCycle]]:
+    """Every recorded cycle per pool, with the decisions published before its CycleCompleted.
+
+    ``configs``: each pool's configuration before the log's first message, for a log that starts
+    after its ``AllocatorConfigured`` (a window read from a snapshot on)."""
     out: dict[str, list[RecordedCycle]] = {}
     pending: dict[str, list[Event]] = {}
-    configs: dict[str, AllocatorConfig] = {}
+    configs = dict(configs or {})
     for message in log:
         pool = _pool_of(message.subject, subjects)
         if pool is None:
@@ -139,41 +163,93 @@ def replay(
     engine: Callable[[AllocatorConfig, str], Allocator] = lambda config, pool: Allocator(
         config, frozenset({pool})
     ),
+    starts: dict[str, Start] | None = None,
+    check: Iterable[sn.SnapshotMeta] = (),
 ) -> ReplayReport:
-    """Replay every recorded cycle whose record lies in [from_seq, to_seq]; state always folds from the start."""
+    """Replay every recorded cycle whose watermark lies in [from_seq, to_seq].
+
+    A pool's fold starts from ``starts[pool]`` where that snapshot was taken under the configuration
+    of the pool's first cycle to check and no later than its watermark; the log must then hold every
+    message after the snapshot. Otherwise it folds from the log's first message. ``check``: snapshots
+    whose state digest to recompute where the fold passes them.
+    """
     started = time.perf_counter()
+    starts = starts or {}
     messages = sorted((_as_admitted(m, subjects) for m in log), key=lambda m: m.seq)
     report = ReplayReport(events=sum(len(m.events) for m in messages))
-    cycles = recorded_cycles(messages, subjects)
+    initial = {
+        pool: msgspec.convert(start.meta.config, AllocatorConfig)
+        for pool, start in starts.items()
+        if start.meta.config
+    }
+    cycles = recorded_cycles(messages, subjects, initial)
     report.pools = sorted(cycles)
+    to_check: dict[tuple[str, int, str], sn.SnapshotMeta] = {
+        (m.fold, m.seq, m.config_digest): m for m in check
+    }
     for pool, records in sorted(cycles.items()):
-        _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, report)
+        _replay_pool(
+            pool, records, messages, subjects, from_seq, to_seq, engine, report, starts.get(pool), to_check
+        )
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, report) -> None:
+def _replay_pool(
+    pool, records, messages, subjects, from_seq, to_seq, engine, report, start, to_check
+) -> None:
     wanted = consumed_subjects(subjects, pool)
+    name = fold_name(pool)
     records = sorted(records, key=lambda r: (r.completed.watermark, r.completed.cycle))
     fold: AllocatorFold | None = None
     config: AllocatorConfig | None = None
+    digest = ""
     read: list[tuple[int, int, Event]] = []
     i = 0
+
+    def advance(m: LoggedMessage) -> None:
+        fold.fold(m.seq, m.events)
+        meta = to_check.get((name, m.seq, digest))
+        if meta is not None:
+            report.snapshots_checked += 1
+            if codec.digest_of(fold) != meta.digest:
+                report.snapshot_mismatches.append(meta.key)
+
+    def restart(record: RecordedCycle) -> tuple[AllocatorFold, int]:
+        """A fold as a restarted allocator builds it: from a snapshot of its configuration, or the log."""
+        nonlocal digest
+        new = AllocatorFold(engine(record.config, pool), pool)
+        digest = record.config.digest()
+        after = 0
+        if (
+            start is not None
+            and start.meta.config_digest == digest
+            and start.meta.seq <= record.completed.watermark
+        ):
+            codec.restore_image(new, start.image, start.meta.digest)
+            after = start.meta.seq
+            report.started_from[pool] = after
+        return new, after
 
     def run_due(upto: int) -> None:
         nonlocal i, fold, config, read
         while i < len(records) and records[i].completed.watermark < upto:
             record = records[i]
             i += 1
+            c = record.completed
+            if fold is None and c.watermark < from_seq:
+                # Before the window: the fold is built at the window's first cycle, from a snapshot or
+                # the log, without re-running the cycles before it.
+                continue
             if fold is None or record.config != config:
                 # A new configuration means a restarted allocator: it rebuilt its state from the log.
-                fold, config = AllocatorFold(engine(record.config, pool), pool), record.config
+                fold, after = restart(record)
+                config = record.config
                 for m in messages:
-                    if m.seq > record.completed.watermark:
+                    if m.seq > c.watermark:
                         break
-                    if any(subject_matches(p, m.subject) for p in wanted):
-                        fold.fold(m.seq, m.events)
-            c = record.completed
+                    if m.seq > after and any(subject_matches(p, m.subject) for p in wanted):
+                        advance(m)
             if c.watermark < from_seq or (to_seq is not None and c.watermark > to_seq):
                 read = []
                 continue
@@ -189,8 +265,12 @@ def _replay_pool(pool, records, messages, subjects, from_seq, to_seq, engine, re
 
     for message in messages:
         run_due(message.seq)
-        if fold is not None and any(subject_matches(p, message.subject) for p in wanted):
-            fold.fold(message.seq, message.events)
+        if (
+            fold is not None
+            and message.seq > fold.watermark
+            and any(subject_matches(p, message.subject) for p in wanted)
+        ):
+            advance(message)
             read.extend((message.seq, index, event) for index, event in enumerate(message.events))
     run_due(float("inf"))
 

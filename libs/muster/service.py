@@ -129,6 +129,7 @@ async def rebuild_then_consume(
     *,
     batch: int = 512,
     on_rebuilt: Callable[[], Awaitable[None]] | None = None,
+    start_seq: int = 1,
 ) -> None:
     """For services whose state is a fold of the log: rebuild it from the stream, then follow.
 
@@ -136,6 +137,9 @@ async def rebuild_then_consume(
     per process, in stream order: first the history (``live=False``), then, after
     ``on_rebuilt()``, new messages (``live=True``). See ``NatsBus.fold``; messages
     readers refuse (``muster.bus.admission``) never reach ``handle`` and are
-    dead-lettered under ``consumer``, once.
+    dead-lettered under ``consumer``, once. A state restored from a snapshot folds on from
+    ``start_seq``, the message after it.
     """
-    await ctx.bus.fold(consumer, subjects, handle, stop=ctx.stop, batch=batch, on_caught_up=on_rebuilt)
+    await ctx.bus.fold(
+        consumer, subjects, handle, stop=ctx.stop, batch=batch, on_caught_up=on_rebuilt, start_seq=start_seq
+    )

@@ -13,11 +13,13 @@ import msgspec
 import yaml
 from muster.lease import Lease, lease_bucket
 from muster.service import ServiceContext, rebuild_then_consume
+from muster.snapshots import ObjectStoreSnapshots
 from muster.subjects import Subjects
 
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
 from services.allocator.handlers import AllocatorHandlers
+from services.allocator.snapshotting import Snapshotter
 
 log = logging.getLogger(__name__)
 
@@ -75,20 +77,36 @@ async def run(ctx: ServiceContext) -> None:
         ctx.bus, ctx.subjects, engine, clock=time.time, pool=pool, metrics=ctx.metrics
     )
     lease = Lease(await lease_bucket(ctx.bus.js, ctx.subjects.stream), pool, instance, ttl)
+    snapshots = Snapshotter(
+        await ObjectStoreSnapshots.open(ctx.bus.js, ctx.subjects.stream),
+        handlers.fold,
+        config,
+        every=int(env.get("MUSTER_SNAPSHOT_EVERY", "10000")),
+        min_interval=float(env.get("MUSTER_SNAPSHOT_MIN_INTERVAL", "10")),
+    )
+    start_seq = await snapshots.restore(await ctx.bus.first_seq())
     rebuilt = asyncio.Event()
 
     async def on_rebuilt() -> None:
         rebuilt.set()
 
-    # Every instance, leader or standby, folds the whole log: a standby's state is warm when it takes over.
+    async def handle(deliveries, live: bool) -> None:
+        await handlers.handle(deliveries, live)
+        if snapshots.due(live=live, leader=handlers.leader):
+            meta = await snapshots.take()
+            log.info("pool %s: snapshot at sequence %d (%d bytes)", pool, meta.seq, meta.size)
+
+    # Every instance, leader or standby, folds the log from the newest snapshot on: a standby's state
+    # is warm when it takes over.
     consumer = asyncio.create_task(
         rebuild_then_consume(
             # Leader and standbys dead-letter under one name, so a bad message is lettered once.
             ctx,
             f"allocator-{pool}",
             consumed_subjects(ctx.subjects, pool),
-            handlers.handle,
+            handle,
             on_rebuilt=on_rebuilt,
+            start_seq=start_seq,
         )
     )
     next_lease_check = 0.0

@@ -39,6 +39,19 @@ class Allocator:
         self._idle: tuple[int, list[ev.QueueStatus], dict[str, str]] | None = None
         self._last_reasons: dict[str, str] = {}
 
+    @property
+    def last_reasons(self) -> dict[str, str]:
+        """Why each waiting job waited at the last cycle this engine ran."""
+        return self._last_reasons
+
+    def restore(self, state: ClusterState, last_reasons: dict[str, str]) -> None:
+        """Take over a state folded elsewhere (a snapshot); caches are rebuilt on the next cycle."""
+        self.state = state
+        self._last_reasons = dict(last_reasons)
+        self._table = None
+        self._table_version = -1
+        self._idle = None
+
     def apply(self, event: ev.Event) -> None:
         """Evolve the state from one event; unknown or foreign events change nothing; idempotent."""
         self.state.apply(event)

@@ -35,6 +35,11 @@ from services.allocator.views import CycleOutcome
 _OWN = frozenset({CycleCompleted, QueueStatus, AllocatorConfigured, LeaderElected})
 
 
+def fold_name(pool: str) -> str:
+    """The name a pool's allocator fold goes by in the snapshot store."""
+    return f"allocator-{pool}"
+
+
 class AllocatorFold:
     """One pool's allocator state, folded from the log message by message."""
 
@@ -44,8 +49,10 @@ class AllocatorFold:
         self.fence = EpochFence()
         self.watermark = 0
         """The stream sequence of the last message folded."""
-        self.last_cycle = 0
-        """The highest cycle of this pool recorded on the log (or published by this allocator)."""
+        self.logged_cycle = 0
+        """The highest cycle of this pool recorded on the log."""
+        self.published_cycle = 0
+        """The highest cycle this allocator published (its record may not be read back yet)."""
 
     def fold(self, seq: int, events: Iterable[Event]) -> bool:
         """Fold the message at ``seq``; whether it brought news, something other than allocators' own records."""
@@ -57,11 +64,16 @@ class AllocatorFold:
             kind = type(event)
             if kind is CycleCompleted:
                 if event.pool == self.pool:
-                    self.last_cycle = max(self.last_cycle, event.cycle)
+                    self.logged_cycle = max(self.logged_cycle, event.cycle)
             elif kind not in _OWN:
                 news = True
         self.watermark = seq
         return news
+
+    @property
+    def last_cycle(self) -> int:
+        """The highest cycle of this pool recorded on the log or published by this allocator."""
+        return max(self.logged_cycle, self.published_cycle)
 
     @property
     def next_cycle(self) -> int:
@@ -83,4 +95,4 @@ class AllocatorFold:
 
     def published(self, cycle: int) -> None:
         """This allocator published ``cycle``: number after it before its record is read back."""
-        self.last_cycle = max(self.last_cycle, cycle)
+        self.published_cycle = max(self.published_cycle, cycle)

@@ -257,6 +257,11 @@ class NatsBus:
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)
 
+    async def first_seq(self) -> int:
+        """The oldest sequence the stream still holds (above 1 once older messages were purged)."""
+        info = await self.js.stream_info(self.subjects.stream)
+        return info.state.first_seq
+
     async def last_seq(self) -> int:
         info = await self.js.stream_info(self.subjects.stream)
         return info.state.last_seq
@@ -503,6 +508,7 @@ class NatsBus:
         stop: asyncio.Event,
         batch: int = 512,
         on_caught_up: Callable[[], Awaitable[None]] | None = None,
+        start_seq: int = 1,
     ) -> None:
         """For a service whose state is a fold of the log: every message on ``subjects``, once, in order.
 
@@ -519,8 +525,11 @@ class NatsBus:
         undecodable, a type their subject does not carry, a value out of bounds)
         never reach the handler; they are dead-lettered under ``name``, once:
         those of the history only if no earlier run already did.
+
+        ``start_seq``: where to start, for a fold restored from a snapshot of the
+        messages before it.
         """
-        letters = _Letterbox(self, name, await self._patiently(self.last_seq))
+        letters = _Letterbox(self, name, await self._patiently(self.last_seq), start=start_seq)
 
         async def catch_up() -> None:
             await letters.catch_up()
@@ -530,7 +539,7 @@ class NatsBus:
 
         if letters.live:
             await catch_up()
-        async with contextlib.aclosing(self._ordered_batches(1, stop=stop, batch=batch)) as batches:
+        async with contextlib.aclosing(self._ordered_batches(start_seq, stop=stop, batch=batch)) as batches:
             async for msgs in batches:
                 ready: list[Delivery] = []
                 for msg in msgs:
@@ -548,9 +557,15 @@ class NatsBus:
                 if ready:
                     await handler(ready, letters.live)
 
-    async def read(self, subjects: Sequence[str] = (), *, start_seq: int = 1) -> AsyncIterator[Delivery]:
-        """Every message from ``start_seq`` to the stream's current end, in order (for replay and audits)."""
+    async def read(
+        self, subjects: Sequence[str] = (), *, start_seq: int = 1, end_seq: int | None = None
+    ) -> AsyncIterator[Delivery]:
+        """Every message from ``start_seq`` to ``end_seq`` (default: the stream's current end), in order
+        (for replay and audits)."""
         end = await self.last_seq()
+        if end_seq is not None:
+            end = min(end, end_seq)
+        start_seq = max(start_seq, 1)
         if end < start_seq:
             return
         sub = await self.js.subscribe(

@@ -12,6 +12,7 @@ import yaml
 from muster.cli.common import CHECK_FAILED, fail, print_json
 from muster.cli.queues_cmd import read_queue_file
 from muster.replay import LoggedMessage, load_log, log_from_nats, log_from_postgres, replay, save_log
+from muster.replay_window import Window, read_window
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, NoRunningSystem, Settings
 from muster.subjects import Subjects
@@ -92,6 +93,35 @@ def read_log(source: str) -> tuple[list[LoggedMessage], Subjects]:
         return asyncio.run(_read_log(endpoints, source))
 
 
+def read_replay_input(source: str, from_seq: int, to_seq: int | None) -> tuple[Window, Subjects]:
+    """What replay reads: from the stream, the window and the snapshots its folds start from; from
+    Postgres, the whole archive."""
+    if source == "postgres":
+        log, subjects = read_log(source)
+        return Window(log), subjects
+    settings = Settings.from_env()
+    try:
+        return asyncio.run(_read_window(settings.endpoints(), from_seq, to_seq))
+    except NoRunningSystem:
+        if not (settings.home / "nats").is_dir():
+            raise
+    with embedded_servers(settings.home, nats=True, postgres=False) as (nats_url, _):
+        endpoints = Endpoints(nats_url=nats_url, pg_dsn="", prefix=settings.prefix)
+        return asyncio.run(_read_window(endpoints, from_seq, to_seq))
+
+
+async def _read_window(endpoints: Endpoints, from_seq: int, to_seq: int | None) -> tuple[Window, Subjects]:
+    from muster.bus import NatsBus
+    from muster.snapshots import ObjectStoreSnapshots
+
+    bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="muster-replay")
+    try:
+        store = await ObjectStoreSnapshots.open(bus.js, endpoints.subjects.stream)
+        return await read_window(bus, store, endpoints.subjects, from_seq, to_seq), endpoints.subjects
+    finally:
+        await bus.close()
+
+
 async def _read_log(endpoints: Endpoints, source: str) -> tuple[list[LoggedMessage], Subjects]:
     if source == "postgres":
         from muster.store import connect
@@ -111,6 +141,7 @@ async def _read_log(endpoints: Endpoints, source: str) -> tuple[list[LoggedMessa
 
 
 def _run(args: argparse.Namespace) -> int:
+    whole = bool(args.save or args.config or args.queues)
     if args.log:
         try:
             log = load_log(args.log)
@@ -118,16 +149,28 @@ def _run(args: argparse.Namespace) -> int:
             fail(f"{args.log}: not a muster log: {exc}")
         # A saved log names its own subjects; their first token is the system's prefix.
         subjects = Subjects(log[0].subject.split(".")[0] if log else "muster")
+        window = Window(log)
     else:
         try:
-            log, subjects = read_log(args.source)
+            if whole:
+                log, subjects = read_log(args.source)
+                window = Window(log)
+            else:
+                window, subjects = read_replay_input(args.source, args.from_seq, args.to_seq)
         except NoRunningSystem as exc:
             fail(str(exc), CHECK_FAILED)
     if args.save:
-        save_log(log, args.save)
+        save_log(window.messages, args.save)
     if args.config or args.queues:
-        return _what_if(args, log)
-    report = replay(log, subjects, from_seq=args.from_seq, to_seq=args.to_seq)
+        return _what_if(args, window.messages)
+    report = replay(
+        window.messages,
+        subjects,
+        from_seq=args.from_seq,
+        to_seq=args.to_seq,
+        starts=window.starts,
+        check=window.check,
+    )
     if args.json:
         print_json(report.to_builtins())
     else:
@@ -135,6 +178,15 @@ def _run(args: argparse.Namespace) -> int:
             f"replayed {report.cycles} cycles over {report.events} events "
             f"({report.events_per_second:,.0f} events/s): {report.divergences} divergences"
         )
+        for pool, seq in sorted(report.started_from.items()):
+            print(f"pool {pool}: started from its snapshot at sequence {seq}")
+        if report.snapshots_checked:
+            print(
+                f"snapshots: {report.snapshots_checked} checked against the log, "
+                f"{len(report.snapshot_mismatches)} do not match"
+            )
+        for key in report.snapshot_mismatches:
+            print(f"  snapshot {key}: its state is not what the log gives")
         d = report.first_divergence
         if d is not None:
             print(
@@ -149,4 +201,4 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  the cycle read {len(d.read)} events since the previous one:")
             for seq, index, e in d.read[-20:]:
                 print(f"    {seq}.{index} {msgspec.json.encode(e).decode()}")
-    return CHECK_FAILED if report.divergences else 0
+    return CHECK_FAILED if report.divergences or report.snapshot_mismatches else 0

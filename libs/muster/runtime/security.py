@@ -111,6 +111,24 @@ def _lease_bucket(stream: str) -> tuple[str, ...]:
     )
 
 
+def _snapshot_store(stream: str, *, write: bool) -> tuple[str, ...]:
+    """The folds' snapshot object store (``muster.snapshots``): read it, and with ``write``, create it,
+    put, replace and delete snapshots."""
+    bucket = f"{stream}_SNAPSHOTS"
+    obj = f"OBJ_{bucket}"
+    read = (
+        f"$JS.API.STREAM.INFO.{obj}",
+        f"$JS.API.STREAM.MSG.GET.{obj}",
+        f"$JS.API.DIRECT.GET.{obj}.>",
+        f"$JS.API.CONSUMER.CREATE.{obj}",
+        f"$JS.API.CONSUMER.CREATE.{obj}.>",
+        f"$JS.FC.{obj}.>",
+    )
+    if not write:
+        return read
+    return (*read, f"$JS.API.STREAM.CREATE.{obj}", f"$JS.API.STREAM.PURGE.{obj}", f"$O.{bucket}.>")
+
+
 def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     """Every NATS user's allow lists for the system with this subject prefix.
 
@@ -125,7 +143,13 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
         "projector": consumer,
         "queue-controller": (*consumer, s.queues),
         "podgrouper": (*consumer, s.podgroups),
-        "allocator": (*consumer, s.decisions(">"), s.queue_status, *_lease_bucket(stream)),
+        "allocator": (
+            *consumer,
+            s.decisions(">"),
+            s.queue_status,
+            *_lease_bucket(stream),
+            *_snapshot_store(stream, write=True),
+        ),
         "binder": (*consumer, s.pods(">")),
         "nodewatch": (*consumer, s.nodes(">"), s.pods(">")),
         "dashboard": _jetstream_reader(stream),
@@ -137,6 +161,7 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             s.nodes(">"),
             s.podgroups,
             logs,
+            *_snapshot_store(stream, write=False),
         ),
         "agent": (*consumer, s.nodes(">"), s.pods(">")),
         "framework": ("$JS.API.INFO", f"$JS.API.STREAM.INFO.{stream}", s.workloads),

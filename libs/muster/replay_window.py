@@ -1,0 +1,113 @@
+"""What replay reads for a window of history: the window, and just enough around it.
+
+Replaying the cycles whose watermark lies in [from, to] needs each pool's
+state before its first such cycle, and each cycle's record, published a
+little after its watermark. With snapshots (``muster.snapshots``) the state
+comes from the newest snapshot of the pool, under the configuration of
+that first cycle, taken at or before its watermark; the log is read from
+just after the snapshot. A pool without one is folded from the start of
+the log. So a window's cost follows the window and the snapshot interval,
+not the length of the history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from muster import snapshots as sn
+from muster.events import CycleCompleted
+from muster.replay import LoggedMessage, Start, recorded_cycles
+from muster.subjects import Subjects
+from services.allocator import snapshot as codec
+from services.allocator.fold import fold_name
+
+RECORD_SLACK = 10_000
+"""How far past the window to look for the records of its last cycles, at most: a cycle's record is
+published as soon as it ran, a few messages after its watermark."""
+CHUNK = 1_000
+
+
+@dataclass
+class Window:
+    """The messages to replay, and where each pool's fold starts."""
+
+    messages: list[LoggedMessage]
+    starts: dict[str, Start] = field(default_factory=dict)
+    check: list[sn.SnapshotMeta] = field(default_factory=list)
+    """Snapshots inside what was read, whose digests replay recomputes."""
+
+
+async def _read(bus, start: int, end: int) -> list[LoggedMessage]:
+    if end < start:
+        return []
+    return [
+        LoggedMessage(d.seq, d.subject, d.events, d.data)
+        async for d in bus.read(start_seq=start, end_seq=end)
+    ]
+
+
+async def read_window(bus, store, subjects: Subjects, from_seq: int, to_seq: int | None) -> Window:
+    """The log of the running system for replaying cycles with watermarks in [from_seq, to_seq]."""
+    first, last = await bus.first_seq(), await bus.last_seq()
+    metas = [m for m in await store.list() if m.fold.startswith("allocator-")] if store is not None else []
+    if from_seq <= first:
+        messages = await _read(bus, first, last)
+        return Window(messages, check=metas)
+    to = last if to_seq is None else min(to_seq, last)
+    window = await _read(bus, from_seq, to)
+    window += await _records_after(bus, subjects, window, to, last)
+    # Each pool's first cycle inside the window: the state replay needs is the state just before it.
+    firsts: dict[str, CycleCompleted] = {}
+    for pool, records in recorded_cycles(window, subjects).items():
+        inside = [r.completed for r in records if from_seq <= r.completed.watermark <= to]
+        if inside:
+            firsts[pool] = min(inside, key=lambda c: (c.watermark, c.cycle))
+    starts: dict[str, Start] = {}
+    read_from = from_seq
+    for pool, c in sorted(firsts.items()):
+        fold = fold_name(pool)
+        chosen = sn.choose(
+            (m for m in metas if m.fold == fold),
+            format=codec.FORMAT,
+            at_most=c.watermark,
+            at_least=first - 1,
+            config_digest=c.config_digest,
+        )
+        start = None
+        for meta in chosen:
+            try:
+                start = Start(meta, sn.opened(meta, await store.get(meta)))
+                break
+            except sn.SnapshotError:
+                continue
+        if start is None:
+            read_from = first
+        else:
+            starts[pool] = start
+            read_from = min(read_from, start.meta.seq + 1)
+    before = await _read(bus, read_from, from_seq - 1)
+    messages = before + window
+    low = messages[0].seq if messages else from_seq
+    check = [m for m in metas if low <= m.seq <= to]
+    return Window(messages, starts, check)
+
+
+async def _records_after(
+    bus, subjects: Subjects, window: list[LoggedMessage], to: int, last: int
+) -> list[LoggedMessage]:
+    """Messages after ``to`` up to the records of every cycle whose watermark is at or before it."""
+    seen = recorded_cycles(window, subjects)
+    pools = set(seen)
+    done = {pool for pool, records in seen.items() if any(r.completed.watermark > to for r in records)}
+    out: list[LoggedMessage] = []
+    seq = to + 1
+    # At least one chunk: the window's only cycles may all be recorded after it.
+    while seq <= min(last, to + RECORD_SLACK) and (seq == to + 1 or not pools <= done):
+        chunk = await _read(bus, seq, min(last, seq + CHUNK - 1, to + RECORD_SLACK))
+        out += chunk
+        seq += CHUNK
+        for pool, records in recorded_cycles(chunk, subjects).items():
+            pools.add(pool)
+            if any(r.completed.watermark > to for r in records):
+                done.add(pool)
+    return out

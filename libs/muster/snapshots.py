@@ -1,0 +1,269 @@
+"""Snapshots of a fold's state at a stream sequence, so a fold need not re-read the log from its start.
+
+A snapshot is the whole state of one fold (the allocator of a pool, ...)
+after the message at ``seq``, as the fold's own canonical image (typed
+bytes: see ``services.allocator.snapshot``): restored, folding on from
+``seq + 1`` gives what folding from sequence 1 gives. Two digests guard it:
+
+- ``digest``: the state's own digest, of what the log alone decides in it
+  (the fold says which part that is). Two folds of one log agree on it in
+  any process, so replay, folding the log up to a snapshot's sequence,
+  recomputes it: a snapshot that does not match what the log gives is
+  reported, never trusted silently; a restoring fold checks it too;
+- ``sha256``: of the stored (compressed) bytes, checked before anything is
+  decoded, so a torn or damaged object is never restored.
+
+A snapshot whose format or configuration does not match what the reader
+would build is skipped, and the reader folds from an older one or from the
+start: a snapshot only ever saves time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import msgspec
+
+log = logging.getLogger(__name__)
+
+
+class SnapshotMeta(msgspec.Struct, frozen=True, kw_only=True):
+    """What a snapshot is, stored beside its bytes."""
+
+    fold: str
+    """Whose state: ``allocator-<pool>``, ``binder``, ..."""
+    seq: int
+    """The stream sequence of the last message folded into it."""
+    digest: str
+    """sha256 of the state written canonically (``state_digest``)."""
+    sha256: str
+    """sha256 of the stored bytes."""
+    size: int
+    format: int
+    """The image format of the fold that took it."""
+    config_digest: str = ""
+    """The configuration the state was folded under, where the fold has one (the allocator's)."""
+    config: dict = {}
+    """That configuration itself: a reader starting from the snapshot may not see where the log records it."""
+    taken_at: float = 0.0
+
+    @property
+    def key(self) -> str:
+        return snapshot_key(self.fold, self.seq)
+
+
+def snapshot_key(fold: str, seq: int) -> str:
+    # Zero-padded so names sort in sequence order.
+    return f"{fold}/{seq:020d}"
+
+
+class SnapshotError(Exception):
+    """A snapshot that cannot be restored: damaged, or of another format or configuration."""
+
+
+def sealed(
+    fold: str,
+    seq: int,
+    image: bytes,
+    *,
+    digest: str,
+    format: int,
+    config_digest: str = "",
+    config: dict | None = None,
+) -> tuple[SnapshotMeta, bytes]:
+    """A snapshot of ``image`` at ``seq``, ready to store (compressed at a fast level: snapshots are
+    taken while serving)."""
+    data = zlib.compress(image, 1)
+    meta = SnapshotMeta(
+        fold=fold,
+        seq=seq,
+        digest=digest,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        format=format,
+        config_digest=config_digest,
+        config=config or {},
+        taken_at=time.time(),
+    )
+    return meta, data
+
+
+def opened(meta: SnapshotMeta, data: bytes) -> bytes:
+    """The image a stored snapshot holds, after checking its bytes (the fold that restores it checks
+    the state digest: only it knows which part of its image the digest covers)."""
+    if hashlib.sha256(data).hexdigest() != meta.sha256:
+        raise SnapshotError(f"{meta.key}: its bytes do not match their sha256")
+    try:
+        return zlib.decompress(data)
+    except zlib.error as exc:
+        raise SnapshotError(f"{meta.key}: {exc}") from exc
+
+
+# -- which snapshots to keep ----------------------------------------------------------------------
+
+
+def to_prune(metas: Iterable[SnapshotMeta], *, keep_recent: int, band: int) -> list[SnapshotMeta]:
+    """Snapshots of one fold no longer worth keeping: all but the newest ``keep_recent``, and,
+    among older ones, the first of each ``band`` of sequences, so a replay far back in history
+    still finds one near where it starts."""
+    ordered = sorted(metas, key=lambda m: m.seq, reverse=True)
+    drop: list[SnapshotMeta] = []
+    seen_bands: set[int] = set()
+    for index, meta in enumerate(ordered):
+        if index < keep_recent:
+            continue
+        b = meta.seq // band if band > 0 else 0
+        if band > 0 and b not in seen_bands:
+            seen_bands.add(b)
+            continue
+        drop.append(meta)
+    return drop
+
+
+def choose(
+    metas: Iterable[SnapshotMeta],
+    *,
+    format: int,
+    at_most: int | None = None,
+    at_least: int = 0,
+    config_digest: str | None = None,
+) -> list[SnapshotMeta]:
+    """Usable snapshots, newest first: at or before ``at_most``, at or after ``at_least`` (the first
+    sequence the log still holds, minus one), of this format and configuration."""
+    out = [
+        m
+        for m in metas
+        if m.format == format
+        and (at_most is None or m.seq <= at_most)
+        and m.seq >= at_least
+        and (config_digest is None or m.config_digest == config_digest)
+    ]
+    return sorted(out, key=lambda m: m.seq, reverse=True)
+
+
+# -- stores ---------------------------------------------------------------------------------------
+
+
+class DirectorySnapshots:
+    """Snapshots as files: for a saved log replayed away from the system, and for tests."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    async def put(self, meta: SnapshotMeta, data: bytes) -> None:
+        target = self.path / meta.key
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Written aside, then renamed: a reader never sees half a snapshot.
+        partial = target.with_suffix(".partial")
+        partial.write_bytes(data)
+        partial.replace(target.with_suffix(".bin"))
+        target.with_suffix(".json").write_bytes(msgspec.json.encode(meta))
+
+    async def list(self, fold: str = "") -> list[SnapshotMeta]:
+        """Snapshots of ``fold`` (every fold's, without one)."""
+        folder = self.path / fold
+        if not folder.is_dir():
+            return []
+        out = []
+        for path in sorted(folder.glob("*.json") if fold else folder.glob("*/*.json")):
+            try:
+                out.append(msgspec.json.decode(path.read_bytes(), type=SnapshotMeta))
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                log.warning("%s: not a snapshot record; skipped", path)
+        return out
+
+    async def get(self, meta: SnapshotMeta) -> bytes:
+        return (self.path / meta.key).with_suffix(".bin").read_bytes()
+
+    async def delete(self, meta: SnapshotMeta) -> None:
+        for suffix in (".json", ".bin"):
+            (self.path / meta.key).with_suffix(suffix).unlink(missing_ok=True)
+
+
+class ObjectStoreSnapshots:
+    """Snapshots in a JetStream object store beside the system's stream: every instance sees them."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+
+    @classmethod
+    async def open(cls, js, stream: str) -> ObjectStoreSnapshots:
+        from nats.js import api
+        from nats.js.errors import BucketNotFoundError, NotFoundError
+
+        name = f"{stream}_SNAPSHOTS"
+        try:
+            return cls(await js.object_store(name))
+        except (BucketNotFoundError, NotFoundError):
+            return cls(
+                await js.create_object_store(name, config=api.ObjectStoreConfig(storage=api.StorageType.FILE))
+            )
+
+    async def put(self, meta: SnapshotMeta, data: bytes) -> None:
+        from nats.js import api
+
+        await self.store.put(
+            meta.key, data, meta=api.ObjectMeta(name=meta.key, description=msgspec.json.encode(meta).decode())
+        )
+
+    async def list(self, fold: str = "") -> list[SnapshotMeta]:
+        """Snapshots of ``fold`` (every fold's, without one)."""
+        from nats.js.errors import NotFoundError
+
+        try:
+            infos = await self.store.list(ignore_deletes=True)
+        except NotFoundError:
+            return []
+        out = []
+        prefix = f"{fold}/" if fold else ""
+        for info in infos:
+            if not info.name.startswith(prefix) or not info.description:
+                continue
+            try:
+                out.append(msgspec.json.decode(info.description, type=SnapshotMeta))
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                log.warning("snapshot %s: unreadable record; skipped", info.name)
+        return out
+
+    async def get(self, meta: SnapshotMeta) -> bytes:
+        result = await self.store.get(meta.key)
+        return result.data or b""
+
+    async def delete(self, meta: SnapshotMeta) -> None:
+        from nats.js.errors import NotFoundError
+
+        with contextlib.suppress(NotFoundError):
+            await self.store.delete(meta.key)
+
+
+async def restore_newest(
+    store,
+    fold: str,
+    restore: Callable[[SnapshotMeta, bytes], None],
+    *,
+    format: int,
+    at_most: int | None = None,
+    at_least: int = 0,
+    config_digest: str | None = None,
+) -> SnapshotMeta | None:
+    """Restore the newest usable snapshot of ``fold`` through ``restore(meta, image)``; the one restored,
+    or None. One that cannot be read, or that ``restore`` refuses (raising ``ValueError`` or
+    ``SnapshotError``), is skipped for the next older."""
+    usable = choose(
+        await store.list(fold), format=format, at_most=at_most, at_least=at_least, config_digest=config_digest
+    )
+    for meta in usable:
+        try:
+            restore(meta, opened(meta, await store.get(meta)))
+            return meta
+        except (SnapshotError, ValueError) as exc:
+            log.warning("snapshot %s not restored: %s", meta.key, exc)
+        except Exception as exc:  # noqa: BLE001 — a store that cannot serve one object may serve an older one
+            log.warning("snapshot %s not read: %s: %s", meta.key, type(exc).__name__, exc)
+    return None

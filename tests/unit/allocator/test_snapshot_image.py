@@ -1,0 +1,143 @@
+"""An allocator fold's image: restored anywhere in a log, folding on gives what folding from the start gives."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from muster.replay import load_log
+from muster.subjects import Subjects, subject_matches
+
+from services.allocator import snapshot as codec
+from services.allocator.app import consumed_subjects
+from services.allocator.config import AllocatorConfig
+from services.allocator.engine import Allocator
+from services.allocator.fold import AllocatorFold
+from services.allocator.state import ClusterState
+
+GOLDEN = Path(__file__).parents[2] / "golden" / "demo-4-nodes-30-jobs.jsonl"
+
+
+def new_fold(pool: str = "default") -> AllocatorFold:
+    return AllocatorFold(Allocator(AllocatorConfig(), frozenset({pool})), pool)
+
+
+@pytest.fixture(scope="module")
+def messages():
+    wanted = consumed_subjects(Subjects("muster"), "default")
+    return [m for m in load_log(GOLDEN) if any(subject_matches(p, m.subject) for p in wanted)]
+
+
+def fold_all(fold: AllocatorFold, messages) -> AllocatorFold:
+    for m in messages:
+        fold.fold(m.seq, m.events)
+    return fold
+
+
+@pytest.mark.parametrize("split", [0.1, 0.35, 0.5, 0.8, 1.0])
+def test_a_fold_restored_mid_log_ends_with_the_image_of_a_fold_from_the_start(messages, split):
+    k = int(len(messages) * split)
+    restored = new_fold()
+    codec.restore_image(restored, codec.image_of(fold_all(new_fold(), messages[:k])).data)
+    fold_all(restored, messages[k:])
+    assert codec.image_of(restored).data == codec.image_of(fold_all(new_fold(), messages)).data
+
+
+def test_a_fold_restored_mid_log_decides_what_a_fold_from_the_start_decides(messages):
+    k = len(messages) // 3
+    restored = new_fold()
+    codec.restore_image(restored, codec.image_of(fold_all(new_fold(), messages[:k])).data)
+    whole = new_fold()
+    for m in messages[:k]:
+        whole.fold(m.seq, m.events)
+    for m in messages[k:]:
+        whole.fold(m.seq, m.events)
+        restored.fold(m.seq, m.events)
+        a, b = whole.cycle(m.seq * 1.0, epoch=1), restored.cycle(m.seq * 1.0, epoch=1)
+        assert (a.decisions, a.completed, a.queue_status) == (b.decisions, b.completed, b.queue_status)
+
+
+def test_the_image_carries_the_watermark_the_epochs_and_the_last_cycle(messages):
+    fold = fold_all(new_fold(), messages)
+    restored = new_fold()
+    codec.restore_image(restored, codec.image_of(fold).data)
+    assert (restored.watermark, restored.fence.epochs, restored.last_cycle) == (
+        fold.watermark,
+        fold.fence.epochs,
+        fold.last_cycle,
+    )
+    assert restored.next_cycle == fold.next_cycle > 1
+
+
+def test_the_image_carries_why_jobs_waited_at_the_last_cycle():
+    # Not on the log: the last cycle's reasons are what views show for a waiting job.
+    fold = new_fold()
+    fold.engine._last_reasons = {"train": "no node has 8 free GPUs"}
+    restored = new_fold()
+    codec.restore_image(restored, codec.image_of(fold).data)
+    assert restored.engine.last_reasons == {"train": "no node has 8 free GPUs"}
+
+
+def test_every_attribute_of_the_cluster_state_is_imaged_or_named_a_cache():
+    attributes = set(vars(ClusterState()))
+    imaged = set(codec.StateImage.__struct_fields__) | {"arrays"}
+    assert attributes - codec.CACHES == imaged - {"ints", "dev", "ext"}
+
+
+def test_an_image_of_another_pool_is_refused():
+    with pytest.raises(codec.ImageError, match="pool 'a'"):
+        codec.restore_image(new_fold("b"), codec.image_of(new_fold("a")).data)
+
+
+def test_bytes_that_are_not_an_image_are_refused_and_leave_the_fold_as_it_was():
+    fold = new_fold()
+    with pytest.raises(codec.ImageError):
+        codec.restore_image(fold, b"\x93not an image")
+    assert fold.watermark == 0 and not fold.engine.state.jobs
+
+
+def test_a_fold_that_ran_cycles_and_one_that_did_not_have_the_same_digest(messages):
+    # The leader runs cycles, a standby only folds: both hold the state the log decides.
+    leader, standby = new_fold(), new_fold()
+    for m in messages:
+        leader.fold(m.seq, m.events)
+        standby.fold(m.seq, m.events)
+        leader.cycle(1e9, epoch=leader.log_epoch)
+    leader.published(leader.last_cycle + 5)
+    assert codec.digest_of(leader) == codec.digest_of(standby)
+
+
+def test_an_image_whose_state_does_not_match_the_digest_given_is_refused(messages):
+    image = codec.image_of(fold_all(new_fold(), messages[:10]))
+    with pytest.raises(codec.ImageError, match="digest"):
+        codec.restore_image(new_fold(), image.data, "0" * 64)
+    restored = new_fold()
+    codec.restore_image(restored, image.data, image.digest)
+    assert restored.watermark == messages[9].seq
+
+
+def test_the_digest_does_not_depend_on_the_process_string_hashing():
+    script = (
+        "from tests.unit.allocator.test_snapshot_image import GOLDEN, new_fold\n"
+        "from muster.replay import load_log\n"
+        "from services.allocator import snapshot as codec\n"
+        "f = new_fold()\n"
+        "for m in load_log(GOLDEN): f.fold(m.seq, m.events)\n"
+        "print(codec.digest_of(f))\n"
+    )
+    root = Path(__file__).parents[3]
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1

@@ -1,0 +1,104 @@
+"""Replay with snapshots: a window starts from one and costs the window; every snapshot passed is checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+from muster import snapshots as sn
+from muster.events import CycleCompleted
+from muster.replay import Start, load_log, replay
+from muster.subjects import Subjects, subject_matches
+
+from services.allocator import snapshot as codec
+from services.allocator.app import consumed_subjects
+from services.allocator.config import AllocatorConfig
+from services.allocator.engine import Allocator
+from services.allocator.fold import AllocatorFold, fold_name
+
+GOLDEN = Path(__file__).parents[2] / "golden" / "demo-4-nodes-30-jobs.jsonl"
+SUBJECTS = Subjects("muster")
+
+
+@pytest.fixture(scope="module")
+def log():
+    return load_log(GOLDEN)
+
+
+def recorded_config(log) -> AllocatorConfig:
+    for m in log:
+        for e in m.events:
+            if type(e).__name__ == "AllocatorConfigured":
+                return msgspec.convert(e.config, AllocatorConfig)
+    raise AssertionError("the golden log records its configuration")
+
+
+def snapshot_at(log, seq: int) -> Start:
+    """What the live allocator would have stored after folding the message at ``seq``."""
+    config = recorded_config(log)
+    fold = AllocatorFold(Allocator(config, frozenset({"default"})), "default")
+    wanted = consumed_subjects(SUBJECTS, "default")
+    for m in log:
+        if m.seq > seq:
+            break
+        if any(subject_matches(p, m.subject) for p in wanted):
+            fold.fold(m.seq, m.events)
+    image = codec.image_of(fold)
+    meta, data = sn.sealed(
+        fold_name("default"),
+        fold.watermark,
+        image.data,
+        digest=image.digest,
+        format=codec.FORMAT,
+        config_digest=config.digest(),
+        config=msgspec.to_builtins(config),
+    )
+    return Start(meta, sn.opened(meta, data))
+
+
+def watermarks(log) -> list[int]:
+    return sorted(e.watermark for m in log for e in m.events if isinstance(e, CycleCompleted))
+
+
+def test_a_window_replayed_from_a_snapshot_checks_the_same_cycles_as_from_the_start(log):
+    marks = watermarks(log)
+    start = snapshot_at(log, marks[len(marks) // 2])
+    window_from = start.meta.seq + 1
+    tail = [m for m in log if m.seq > start.meta.seq]
+
+    from_snapshot = replay(tail, SUBJECTS, from_seq=window_from, starts={"default": start})
+    from_the_start = replay(log, SUBJECTS, from_seq=window_from)
+
+    assert from_snapshot.started_from == {"default": start.meta.seq}
+    assert from_snapshot.divergences == 0
+    assert from_snapshot.cycles == from_the_start.cycles > 0
+
+
+def test_without_its_snapshot_the_tail_of_a_log_does_not_replay(log):
+    # What the snapshot carries is needed: the tail alone lacks the nodes, queues and jobs.
+    marks = watermarks(log)
+    cut = marks[len(marks) // 2]
+    tail = [m for m in log if m.seq > cut]
+    assert replay(tail, SUBJECTS, from_seq=cut + 1).divergences > 0
+
+
+def test_a_snapshot_the_fold_passes_is_checked_against_the_log(log):
+    start = snapshot_at(log, watermarks(log)[3])
+    report = replay(log, SUBJECTS, check=[start.meta])
+    assert (report.snapshots_checked, report.snapshot_mismatches) == (1, [])
+
+
+def test_a_snapshot_whose_state_is_not_what_the_log_gives_is_reported(log):
+    start = snapshot_at(log, watermarks(log)[3])
+    wrong = msgspec.structs.replace(start.meta, digest="0" * 64)
+    report = replay(log, SUBJECTS, check=[wrong])
+    assert report.snapshot_mismatches == [wrong.key]
+
+
+def test_a_snapshot_of_another_configuration_is_not_used_to_start(log):
+    marks = watermarks(log)
+    start = snapshot_at(log, marks[len(marks) // 2])
+    other = Start(msgspec.structs.replace(start.meta, config_digest="another"), start.image)
+    report = replay(log, SUBJECTS, from_seq=start.meta.seq + 1, starts={"default": other})
+    assert report.started_from == {} and report.divergences == 0
