@@ -99,6 +99,9 @@ class ReplayReport:
     """Keys of snapshots whose state is not what the log gives."""
     started_from: dict[str, int] = field(default_factory=dict)
     """pool -> the sequence of the snapshot its fold started from (absent: the log's start)."""
+    unchecked: int = 0
+    """Cycles a log that lacks its beginning (a stream with older messages purged) cannot re-derive:
+    before the snapshot its pool's fold starts from. The archive (``--source postgres``) holds them."""
 
     @property
     def events_per_second(self) -> float:
@@ -114,6 +117,7 @@ class ReplayReport:
             "snapshots_checked": self.snapshots_checked,
             "snapshot_mismatches": self.snapshot_mismatches,
             "started_from": self.started_from,
+            "unchecked": self.unchecked,
         }
 
 
@@ -187,16 +191,27 @@ def replay(
     to_check: dict[tuple[str, int, str], sn.SnapshotMeta] = {
         (m.fold, m.seq, m.config_digest): m for m in check
     }
+    partial = not messages or messages[0].seq > 1
     for pool, records in sorted(cycles.items()):
         _replay_pool(
-            pool, records, messages, subjects, from_seq, to_seq, engine, report, starts.get(pool), to_check
+            pool,
+            records,
+            messages,
+            subjects,
+            from_seq,
+            to_seq,
+            engine,
+            report,
+            starts.get(pool),
+            to_check,
+            partial,
         )
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _replay_pool(
-    pool, records, messages, subjects, from_seq, to_seq, engine, report, start, to_check
+    pool, records, messages, subjects, from_seq, to_seq, engine, report, start, to_check, partial
 ) -> None:
     wanted = consumed_subjects(subjects, pool)
     name = fold_name(pool)
@@ -240,6 +255,10 @@ def _replay_pool(
             if fold is None and c.watermark < from_seq:
                 # Before the window: the fold is built at the window's first cycle, from a snapshot or
                 # the log, without re-running the cycles before it.
+                continue
+            if fold is None and partial and start is not None and c.watermark < start.meta.seq:
+                # Neither the log (it lacks its beginning) nor the snapshot (it is later) holds its state.
+                report.unchecked += 1
                 continue
             if fold is None or record.config != config:
                 # A new configuration means a restarted allocator: it rebuilt its state from the log.

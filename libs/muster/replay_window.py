@@ -50,46 +50,48 @@ async def read_window(bus, store, subjects: Subjects, from_seq: int, to_seq: int
     """The log of the running system for replaying cycles with watermarks in [from_seq, to_seq]."""
     first, last = await bus.first_seq(), await bus.last_seq()
     metas = [m for m in await store.list() if m.fold.startswith("allocator-")] if store is not None else []
-    if from_seq <= first:
-        messages = await _read(bus, first, last)
-        return Window(messages, check=metas)
+    if from_seq <= first <= 1:
+        # The whole history, and the stream still holds its beginning.
+        return Window(await _read(bus, first, last), check=metas)
+    low = max(from_seq, first)
     to = last if to_seq is None else min(to_seq, last)
-    window = await _read(bus, from_seq, to)
+    window = await _read(bus, low, to)
     window += await _records_after(bus, subjects, window, to, last)
     # Each pool's first cycle inside the window: the state replay needs is the state just before it.
     firsts: dict[str, CycleCompleted] = {}
     for pool, records in recorded_cycles(window, subjects).items():
-        inside = [r.completed for r in records if from_seq <= r.completed.watermark <= to]
+        inside = [r.completed for r in records if low <= r.completed.watermark <= to]
         if inside:
             firsts[pool] = min(inside, key=lambda c: (c.watermark, c.cycle))
     starts: dict[str, Start] = {}
-    read_from = from_seq
+    read_from = low
     for pool, c in sorted(firsts.items()):
-        fold = fold_name(pool)
-        chosen = sn.choose(
-            (m for m in metas if m.fold == fold),
-            format=codec.FORMAT,
-            at_most=c.watermark,
-            at_least=first - 1,
-            config_digest=c.config_digest,
-        )
-        start = None
-        for meta in chosen:
-            try:
-                start = Start(meta, sn.opened(meta, await store.get(meta)))
-                break
-            except sn.SnapshotError:
-                continue
+        start = await _start_for(store, metas, fold_name(pool), c, first, to)
         if start is None:
             read_from = first
         else:
             starts[pool] = start
             read_from = min(read_from, start.meta.seq + 1)
-    before = await _read(bus, read_from, from_seq - 1)
-    messages = before + window
-    low = messages[0].seq if messages else from_seq
-    check = [m for m in metas if low <= m.seq <= to]
-    return Window(messages, starts, check)
+    messages = await _read(bus, read_from, low - 1) + window
+    since = messages[0].seq if messages else low
+    return Window(messages, starts, [m for m in metas if since <= m.seq <= to])
+
+
+async def _start_for(store, metas, fold: str, c: CycleCompleted, first: int, to: int) -> Start | None:
+    """The snapshot a pool's fold starts from for a window whose first cycle is ``c``: the newest at or
+    before it; or, where the stream lacks what came before (purged), the oldest it can use at all
+    (replay then leaves the cycles before that snapshot unchecked)."""
+    own = [m for m in metas if m.fold == fold]
+    kw = {"format": codec.FORMAT, "at_least": first - 1, "config_digest": c.config_digest}
+    candidates = sn.choose(own, at_most=c.watermark, **kw)
+    if not candidates and first > 1:
+        candidates = sorted(sn.choose(own, at_most=to, **kw), key=lambda m: m.seq)
+    for meta in candidates:
+        try:
+            return Start(meta, sn.opened(meta, await store.get(meta)))
+        except sn.SnapshotError:
+            continue
+    return None
 
 
 async def _records_after(

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 
 import asyncpg
+from muster.retention import RetentionPolicy, keep_bounded
 from muster.service import ServiceContext
+from muster.snapshots import ObjectStoreSnapshots
 from muster.store import create_pool
 
 from services.projector.pipeline import Pipeline
@@ -43,15 +46,35 @@ async def until_database_answers(ctx: ServiceContext, attempt):
             await asyncio.sleep(RETRY_SECONDS)
 
 
+async def keep_stream_bounded(ctx: ServiceContext, sink: PostgresSink, policy: RetentionPolicy, every: float):
+    """Purge what the archive holds and every fold can do without, once per ``every`` seconds."""
+    store = await ObjectStoreSnapshots.open(ctx.bus.js, ctx.subjects.stream)
+    while not ctx.stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(ctx.stop.wait(), every)
+        if ctx.stop.is_set():
+            return
+        try:
+            archived = await sink.checkpoint()
+            await keep_bounded(ctx.bus, store, policy, archived)
+        except Exception:  # noqa: BLE001 — retention waits for the next look; projection goes on
+            log.warning("stream retention skipped this time", exc_info=True)
+
+
 async def run(ctx: ServiceContext) -> None:
+    policy = RetentionPolicy.from_env(dict(os.environ))
     pool = await until_database_answers(
         ctx,
         lambda: create_pool(
             ctx.endpoints.pg_dsn, ctx.endpoints.prefix, settings=SESSION_SETTINGS, min_size=1, max_size=2
         ),
     )
+    keeper = None
     try:
         sink = PostgresSink(pool)
+        if policy is not None:
+            every = float(os.environ.get("MUSTER_RETENTION_INTERVAL", "30"))
+            keeper = asyncio.create_task(keep_stream_bounded(ctx, sink, policy, every))
 
         def commit(batch: Prepared):
             return until_database_answers(ctx, lambda: sink.commit(batch))
@@ -72,4 +95,8 @@ async def run(ctx: ServiceContext) -> None:
                     await pipeline.drain()
                 await asyncio.sleep(RETRY_SECONDS)
     finally:
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         await pool.close()

@@ -180,6 +180,11 @@ def _run(args: argparse.Namespace) -> int:
         )
         for pool, seq in sorted(report.started_from.items()):
             print(f"pool {pool}: started from its snapshot at sequence {seq}")
+        if report.unchecked:
+            print(
+                f"{report.unchecked} cycles precede what the stream still holds: "
+                "replay them from the archive with --source postgres"
+            )
         if report.snapshots_checked:
             print(
                 f"snapshots: {report.snapshots_checked} checked against the log, "

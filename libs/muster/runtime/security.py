@@ -140,7 +140,8 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     consumer = (*_jetstream_reader(stream), s.deadletter)
     logs = f"_{stream}_LOGS.*"
     publish: dict[str, tuple[str, ...]] = {
-        "projector": consumer,
+        # The projector archives the stream, so it alone may purge what is archived (muster.retention).
+        "projector": (*consumer, f"$JS.API.STREAM.PURGE.{stream}", *_snapshot_store(stream, write=False)),
         "queue-controller": (*consumer, s.queues),
         "podgrouper": (*consumer, s.podgroups),
         "allocator": (

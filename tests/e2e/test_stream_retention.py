@@ -1,0 +1,63 @@
+"""A bounded stream: archived, snapshotted history leaves it, and nothing is lost."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from muster.bus import NatsBus
+from muster.runtime.settings import Settings
+from muster.runtime.system import running_system
+
+from tests.e2e.conftest import SERVICE_ENV, muster, run, status
+from tests.e2e.test_allocator_snapshots import CLUSTER, jobs, running
+from tests.polling import wait_for
+
+pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
+
+WITHOUT_ALLOCATOR = ("projector", "queue_controller", "podgrouper", "binder")
+RETENTION_ENV = {
+    **SERVICE_ENV,
+    "MUSTER_STREAM_KEEP": "5",
+    "MUSTER_RETENTION_INTERVAL": "0.2",
+    "MUSTER_SNAPSHOT_EVERY": "5",
+    "MUSTER_SNAPSHOT_MIN_INTERVAL": "0",
+}
+
+
+async def first_seq(system) -> int:
+    bus = await NatsBus.connect(system.endpoints.nats_url, system.endpoints.subjects, service="test")
+    try:
+        return await bus.first_seq()
+    finally:
+        await bus.close()
+
+
+def test_a_purged_stream_still_restarts_the_allocator_and_the_archive_replays_all_of_history(
+    tmp_path, servers, prefix
+):
+    settings = Settings(
+        home=tmp_path / "home", nats_url=servers.nats_url, pg_dsn=servers.pg_dsn, prefix=prefix
+    )
+    with running_system(settings, services=WITHOUT_ALLOCATOR, service_env=RETENTION_ENV) as live:
+        live.start_service("allocator", env={"MUSTER_INSTANCE": "first"})
+        cluster = tmp_path / "cluster.yaml"
+        cluster.write_text(CLUSTER)
+        muster(live, "apply", "-f", str(cluster))
+        first = [f"first-{i}" for i in range(3)]
+        muster(live, "submit", "-f", str(jobs(tmp_path, first)))
+        wait_for(lambda: running(live, first), what="the first jobs running")
+        wait_for(lambda: run(first_seq(live)) > 1, what="the stream purged below its snapshot")
+        live.stop_service("allocator")
+
+        # The nodes, the queue and the first jobs are gone from the stream: only the snapshot has them.
+        live.start_service("allocator", key="allocator-2", env={"MUSTER_INSTANCE": "second"})
+        muster(live, "submit", "-f", str(jobs(tmp_path, ["second-0", "second-1"])))
+        wait_for(lambda: running(live, ["second-0"]), what="the job that fits running")
+        assert "restored its state at sequence" in live.processes["allocator-2"].log.read_text()
+        assert status(live)["jobs"]["second-1"]["status"] == "pending"
+
+        archive = json.loads(muster(live, "replay", "--source", "postgres", "--json").stdout)
+        assert archive["divergences"] == 0 and archive["cycles"] >= 2
+        stream = json.loads(muster(live, "replay", "--json", check=False).stdout)
+        assert stream["divergences"] == 0 and stream["snapshot_mismatches"] == []
