@@ -3,10 +3,18 @@ cycle once part of its lease is used up. Who may hold the lease, and from when, 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from muster.bus import Delivery, MemoryBus
 from muster.lease import Lease
+from muster.subjects import Subjects
 
 from services.allocator.app import LOOK_AFTER_EXPIRY, LeaseSchedule
+from services.allocator.config import AllocatorConfig
+from services.allocator.engine import Allocator
+from services.allocator.handlers import AllocatorHandlers
+from tests.unit.allocator.builders import gpu_nodes
 from tests.unit.lease.test_epochs import Bucket
 
 TTL = 1.5
@@ -75,3 +83,22 @@ async def test_a_leader_renews_before_a_cycle_once_a_tenth_of_its_lease_is_used_
     assert schedule.renew_first(lease)
     assert await lease.renew()
     assert not schedule.renew_first(lease) and lease.remaining() == TTL
+
+
+async def test_folding_a_long_batch_lets_the_lease_loop_run_between_messages():
+    bus = MemoryBus(Subjects("t"))
+    handlers = AllocatorHandlers(
+        bus, bus.subjects, Allocator(AllocatorConfig(), frozenset({"default"})), clock=lambda: 100.0
+    )
+    handlers.fold_slice = 0.0  # give way after every message
+    batch = [Delivery("t.nodes.default", seq, [node]) for seq, node in enumerate(gpu_nodes(5, gpus=8), 1)]
+    seen: list[int] = []
+
+    async def lease_loop() -> None:
+        seen.append(handlers.applied_seq)
+
+    looking = asyncio.create_task(lease_loop())
+    await handlers.handle(batch, live=True)
+    await looking
+    assert seen and 1 <= seen[0] < 5  # it ran in the middle of the batch, not after it
+    assert handlers.applied_seq == 5
