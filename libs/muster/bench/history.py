@@ -26,9 +26,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import hashlib
 import itertools
 import json
 import math
+import os
 import tempfile
 import time
 import uuid
@@ -41,7 +43,7 @@ from muster import events as ev
 from muster.bench.replay import _subject
 from muster.bus.nats import NatsBus
 from muster.demo import demo_scenario
-from muster.replay import LoggedMessage, replay
+from muster.replay import LoggedMessage, load_log, replay, save_log
 from muster.runtime.settings import Endpoints, Settings
 from muster.scenario import parse_scenario
 from muster.simulate import Simulation
@@ -55,7 +57,11 @@ PUBLISH_WINDOW = 4096
 """Publishes in flight, unacknowledged, at most."""
 REPLAY_TARGET_RATIO = 50.0
 """Issue #17 (b): a full replay at least this many times faster than the history took live."""
-PILOT_JOBS = 400
+PILOT_JOBS = 100
+QUICK_EVENTS = 5_000
+FULL_EVENTS = 1_000_000
+CACHE = Path.home() / ".cache" / "muster" / "histories"
+"""Where simulated histories are kept between runs: simulating one costs about as much as replaying it."""
 
 
 @dataclass(frozen=True)
@@ -138,9 +144,45 @@ def _message_of(ends: list[int], index: int) -> int:
     return bisect.bisect_right(ends, index)
 
 
-def history_of(events_target: int, *, nodes: int = NODES, pace: float = PACE) -> list[LoggedMessage]:
+def history_of(
+    events_target: int, *, nodes: int = NODES, pace: float = PACE, cache: Path | None = CACHE
+) -> list[LoggedMessage]:
     """A simulated history of about ``events_target`` events (it ends at a cycle's record, at or below the
-    target when the simulation is long enough): a short pilot run sets how many jobs that takes."""
+    target when the simulation is long enough): a short pilot run sets how many jobs that takes.
+
+    Kept under ``cache`` (None: not kept), keyed by everything that shapes it, this code's version too.
+    """
+    if cache is None:
+        return _simulate(events_target, nodes, pace)
+    key = f"{events_target}-{nodes}-{pace:g}-{_code_digest()}"
+    path = cache / f"history-{key}.jsonl"
+    if path.exists():
+        return load_log(path)
+    log = _simulate(events_target, nodes, pace)
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")
+    save_log(log, partial)
+    partial.replace(path)
+    return log
+
+
+def _code_digest() -> str:
+    """What the simulated history depends on: this module, the demo, the allocator and the fleet."""
+    import muster.scenario
+    import services.allocator
+    import services.binder
+
+    roots = [Path(__file__), Path(demo_scenario.__code__.co_filename), Path(ev.__file__)]
+    roots.append(Path(Simulation.__init__.__code__.co_filename))
+    for package in (services.allocator, services.binder, muster.scenario):
+        roots += sorted(Path(package.__path__[0]).rglob("*.py"))
+    digest = hashlib.sha256()
+    for path in roots:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _simulate(events_target: int, nodes: int, pace: float) -> list[LoggedMessage]:
     pilot = simulated_history(PILOT_JOBS, nodes=nodes, pace=pace)
     per_job = sum(len(m.events) for m in pilot) / PILOT_JOBS
     jobs = max(1, math.ceil(events_target / per_job * 1.05))
@@ -166,9 +208,19 @@ def clock_span(log: list[LoggedMessage]) -> tuple[float, float]:
     return (min(clocks), max(clocks)) if clocks else (0.0, 0.0)
 
 
+SIMULATED = Subjects("muster")
+"""The prefix a simulated history's subjects are under; written, they move to the stream's own."""
+
+
+def moved(subject: str, subjects: Subjects, source: Subjects = SIMULATED) -> str:
+    """``subject`` of the ``source`` prefix, under ``subjects``' prefix."""
+    rest = subject.removeprefix(f"{source.prefix}.")
+    return f"{subjects.prefix}.{rest}"
+
+
 async def publish_log(bus: NatsBus, log: list[LoggedMessage], *, window: int = PUBLISH_WINDOW) -> None:
-    """Publish ``log`` in order into the bus's stream, which must be empty; each message must land at its
-    own ``seq``. Pipelined: plain publishes with a reply inbox, at most ``window`` unacknowledged, the
+    """Publish ``log`` (subjects under ``SIMULATED``) in order into the bus's stream, which must be empty,
+    under the bus's prefix; each message must land at its own ``seq``. Pipelined: plain publishes with a reply inbox, at most ``window`` unacknowledged, the
     acknowledgements counted as they come back (PERFORMANCE-NOTES: ~2x ``publish_async``).
 
     One connection's publishes reach the server in order, so in a stream nobody else writes to the
@@ -186,8 +238,8 @@ async def publish_log(bus: NatsBus, log: list[LoggedMessage], *, window: int = P
         i = int(msg.subject.rsplit(".", 1)[1])
         try:
             reply = json.loads(msg.data)
-        except ValueError:
-            reply = {"error": msg.data.decode(errors="replace")}
+        except ValueError:  # an empty reply: no stream took the message
+            reply = {"error": msg.data.decode(errors="replace") or f"no stream for {msg.headers}"}
         if "error" in reply:
             errors.append(f"message {i}: {reply['error']}")
         elif reply.get("seq") != want[i]:
@@ -203,7 +255,8 @@ async def publish_log(bus: NatsBus, log: list[LoggedMessage], *, window: int = P
                 await asyncio.wait_for(progress.wait(), timeout=30)
             if errors:
                 break
-            await nc.publish(message.subject, ev.encode_envelope(message.events), reply=f"{inbox}.{i}")
+            subject = moved(message.subject, bus.subjects)
+            await nc.publish(subject, ev.encode_envelope(message.events), reply=f"{inbox}.{i}")
         while acked < len(log) and not errors:
             progress.clear()
             await asyncio.wait_for(progress.wait(), timeout=30)
@@ -326,7 +379,7 @@ def run(quick: bool = False, events_target: int | None = None) -> list[dict]:
     """
     from muster.runtime.embedded import embedded_servers
 
-    events_target = events_target or (5_000 if quick else 1_000_000)
+    events_target = events_target or (QUICK_EVENTS if quick else FULL_EVENTS)
     base = Settings.from_env()
     if base.nats_url:
         return [asyncio.run(_measure(Endpoints(nats_url=base.nats_url, pg_dsn=""), events_target))]

@@ -168,6 +168,15 @@ def _failover_suite(args: argparse.Namespace, progress: Callable[[str], None]) -
     return rows
 
 
+def _history_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Issue #17 (b): a long paced history written into a stream, replayed in full, against its live span."""
+    from muster.bench import history
+
+    events = history.QUICK_EVENTS if args.quick else history.FULL_EVENTS
+    progress(f"history: {events} events into a stream, replayed")
+    return [{"benchmark": "history", **row} for row in history.run(bool(args.quick))]
+
+
 # name -> runner for the whole suite; each returns rows of results
 RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[dict]]] = {
     "openb": _openb_suite,
@@ -175,6 +184,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[di
     "replay": _replay_suite,
     "e2e": _e2e_suite,
     "failover": _failover_suite,
+    "history": _history_suite,
 }
 
 
