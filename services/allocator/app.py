@@ -57,6 +57,10 @@ async def tend_lease(handlers: AllocatorHandlers, lease: Lease) -> None:
             )  # fmt: skip
             handlers.step_down()
         elif not await lease.renew():
+            log.warning(
+                "pool %s: lost the lease of epoch %d (%.2f s past its expiry); standing down",
+                handlers.pool, handlers.epoch, -lease.remaining(),
+            )  # fmt: skip
             handlers.step_down()
         return
     held = await lease.acquire(log_epoch)
@@ -159,7 +163,14 @@ async def run(ctx: ServiceContext) -> None:
                 await tend_lease(handlers, lease)
                 schedule.looked(lease, handlers.leader)
             if handlers.leader:
-                await handlers.maybe_cycle()
+                started = time.monotonic()
+                cycled = await handlers.maybe_cycle()
+                took = time.monotonic() - started
+                if cycled and took > ttl / 3:
+                    log.warning(
+                        "pool %s: a cycle took %.2f s of the lease's %g s; one longer than what is left of "
+                        "the lease lets it lapse, and a standby take over", pool, took, ttl,
+                    )  # fmt: skip
     finally:
         ctx.stop.set()
         await consumer
