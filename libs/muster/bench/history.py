@@ -47,6 +47,7 @@ from muster.demo import demo_scenario
 from muster.replay import LoggedMessage, load_log, replay, save_log
 from muster.runtime.settings import Endpoints, Settings
 from muster.scenario import parse_scenario
+from muster.scenario.convert import scenario_events
 from muster.simulate import Simulation
 from muster.subjects import Subjects
 
@@ -115,9 +116,15 @@ def paced_scenario(jobs: int, *, nodes: int = NODES, pace: float = PACE, seed: i
 
 
 def simulated_history(jobs: int, *, nodes: int = NODES, pace: float = PACE) -> list[LoggedMessage]:
-    """A history of ``jobs`` jobs as the live system would log it, numbered as a fresh stream numbers it."""
+    """A history of ``jobs`` jobs as the live system would log it, numbered as a fresh stream numbers it.
+
+    Unlike ``Simulation.run``, which registers every job of the scenario at the start (each waiting for
+    its submission time), a job's pod group goes onto the log when the clock reaches its submission,
+    as the podgrouper would publish it: the log reads like a live one, and each cycle works on the jobs
+    that have arrived, not on every job of the next days.
+    """
     simulation = Simulation(parse_scenario(paced_scenario(jobs, nodes=nodes, pace=pace)))
-    simulation.run()
+    _run_arriving(simulation)
     groups: list[tuple[str, list[ev.Event]]] = []
     for event in simulation.log.events:
         subject = _subject(event)
@@ -125,8 +132,7 @@ def simulated_history(jobs: int, *, nodes: int = NODES, pace: float = PACE) -> l
             groups[-1][1].append(event)
         else:
             groups.append((subject, [event]))
-    # A message stays under the envelope limit, as the live services' do (the scenario's jobs all come
-    # first, registered with their submission times as `muster simulate` does: thousands of them).
+    # A message stays under the envelope limit, as the live services' do.
     groups = [(subject, chunk) for subject, events in groups for chunk in chunk_events(events)]
     # The simulation numbers events; a stream numbers messages. A cycle's watermark (the index of the last
     # event it read, always the end of a message) becomes that message's number.
@@ -141,6 +147,28 @@ def simulated_history(jobs: int, *, nodes: int = NODES, pace: float = PACE) -> l
         ]
         log.append(LoggedMessage(number, subject, events))
     return log
+
+
+def _run_arriving(simulation: Simulation) -> None:
+    """Drive ``simulation`` cycle by cycle, each job's pod group published once its submission is due;
+    stop once every job has arrived and a cycle changed nothing while nothing waits for time."""
+    scenario = simulation.scenario
+    events = scenario_events(scenario)
+    arrivals = sorted(
+        (e for e in events if isinstance(e, ev.PodGroupCreated)), key=lambda e: (e.submitted_at, e.name)
+    )
+    simulation.publish([e for e in events if not isinstance(e, ev.PodGroupCreated)])
+    simulation.publish(simulation.fleet.step(0.0))
+    clock, step, due = 0.0, scenario.config.time_step, 0
+    for _ in range(scenario.config.max_cycles):
+        arrived = due
+        while due < len(arrivals) and arrivals[due].submitted_at <= clock:
+            due += 1
+        simulation.publish(arrivals[arrived:due])
+        changed = simulation.cycle(clock)
+        if due == len(arrivals) and not changed and not simulation.waiting_for_time(clock):
+            break
+        clock += step
 
 
 def _message_of(ends: list[int], index: int) -> int:
