@@ -65,6 +65,9 @@ class Lease:
         self.held: Held | None = None
         self.expires = 0.0
         """When the lease this holder last wrote lapses."""
+        self.others_expire: float | None = None
+        """When the lease another holder last wrote lapses, as the last look that found it held saw it:
+        a standby need not look again before then."""
 
     def _value(self, epoch: int) -> bytes:
         self.expires = self.clock() + self.ttl
@@ -91,10 +94,13 @@ class Lease:
                 return self.held
             record = msgspec.json.decode(entry.value, type=LeaseRecord)
             if record.holder != self.holder and record.expires > self.clock():
+                self.others_expire = record.expires
                 return None
+            self.others_expire = None
             epoch = next_epoch(record.epoch, log_epoch)
             revision = await self.kv.update(self.key, self._value(epoch), last=entry.revision)
         except (KeyWrongLastSequenceError, msgspec.DecodeError, *UNANSWERED):
+            self.others_expire = None
             return None  # another standby won the race, the record is unreadable, or no answer: try later
         except Exception as exc:  # create() on an existing key reports it as an API error
             if "wrong last sequence" in str(exc).lower() or "key exists" in str(exc).lower():
@@ -102,6 +108,10 @@ class Lease:
             raise
         self.held = Held(epoch=epoch, revision=revision, previous=record.holder)
         return self.held
+
+    def remaining(self) -> float:
+        """Seconds until the lease this holder last wrote lapses (0 or less: it has)."""
+        return self.expires - self.clock()
 
     async def renew(self) -> bool:
         """Extend the lease; False means it was lost (someone else holds a newer epoch), or it

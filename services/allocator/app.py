@@ -7,6 +7,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -58,11 +59,66 @@ async def tend_lease(handlers: AllocatorHandlers, lease: Lease) -> None:
             )  # fmt: skip
             handlers.step_down()
         elif not await lease.renew():
+            log.warning(
+                "pool %s: lost the lease of epoch %d (%.2f s past its expiry); standing down",
+                handlers.pool, handlers.epoch, -lease.remaining(),
+            )  # fmt: skip
             handlers.step_down()
         return
     held = await lease.acquire(log_epoch)
     if held is not None:
         await handlers.become_leader(held.epoch, lease.holder, held.previous)
+
+
+LOOK_AFTER_EXPIRY = 0.01
+"""Seconds after a held lease's expiry at which a standby looks again (clock resolution, no more)."""
+RENEW_BEFORE_CYCLE = 0.9
+"""A leader renews before a cycle once less than this share of the ttl is left, so a cycle (up to
+most of a ttl) cannot let the lease lapse in the middle of it."""
+
+
+class LeaseSchedule:
+    """When an allocator looks at its pool's lease next.
+
+    Every ``ttl / 3`` in any case. A standby that found the lease held looks again right after the
+    expiry it read, not up to ``ttl / 3`` later: a dead leader's lease is taken as soon as it lapses.
+    A leader also renews before each cycle when part of the lease is used up: the loop renews only
+    between cycles, and a long cycle would otherwise run past a short lease's expiry, letting a
+    standby take over from a leader that is alive. Neither changes who may hold the lease or when
+    (expiry and fencing by epoch stay as they are), only how soon each look happens.
+    """
+
+    def __init__(self, ttl: float, monotonic: Callable[[], float] = time.monotonic):
+        self.ttl = ttl
+        self.monotonic = monotonic
+        self.next_look = 0.0
+
+    def due(self) -> bool:
+        return self.monotonic() >= self.next_look
+
+    def looked(self, lease: Lease, leader: bool) -> None:
+        """Schedule the next look after one just taken."""
+        now = self.monotonic()
+        delay = self.ttl / 3
+        if not leader and lease.others_expire is not None:
+            until_lapse = lease.others_expire - lease.clock() + LOOK_AFTER_EXPIRY
+            delay = min(delay, max(0.0, until_lapse))
+        self.next_look = now + delay
+
+    def renew_first(self, lease: Lease) -> bool:
+        """Whether a leader about to cycle should renew first."""
+        return lease.remaining() < self.ttl * RENEW_BEFORE_CYCLE
+
+
+def warm_kernels(config: AllocatorConfig) -> None:
+    """Run the demo workload through a private allocator with this configuration: its kernels are then
+    compiled (or loaded from the disk cache) before the instance can lead, so a standby's first cycle
+    after taking over does not pay for them. Touches no bus and no shared state."""
+    from muster.demo import demo_scenario
+    from muster.scenario import parse_scenario
+    from muster.simulate import Simulation
+
+    Simulation(parse_scenario(demo_scenario(nodes=4, jobs=40)), config=config).run()
 
 
 async def run(ctx: ServiceContext) -> None:
@@ -109,17 +165,30 @@ async def run(ctx: ServiceContext) -> None:
             start_seq=start_seq,
         )
     )
-    next_lease_check = 0.0
+    # Warm the kernels beside the rebuild (in a thread: the consumer keeps reading); contend for the
+    # lease only when both are done, so a cold instance does not win the lease over a warm one.
+    warmed = asyncio.create_task(asyncio.to_thread(warm_kernels, config))
+    schedule = LeaseSchedule(ttl)
     try:
         while not ctx.stop.is_set() and not consumer.done():
             await asyncio.sleep(interval)
-            if not rebuilt.is_set():
+            if not rebuilt.is_set() or not warmed.done():
                 continue
-            if time.monotonic() >= next_lease_check:
-                next_lease_check = time.monotonic() + ttl / 3
+            warmed.result()  # a warm-up that failed is a broken allocator: say so, do not lead
+            if schedule.due() or (
+                handlers.leader and handlers.ready(handlers.clock()) and schedule.renew_first(lease)
+            ):
                 await tend_lease(handlers, lease)
+                schedule.looked(lease, handlers.leader)
             if handlers.leader:
-                await handlers.maybe_cycle()
+                started = time.monotonic()
+                cycled = await handlers.maybe_cycle()
+                took = time.monotonic() - started
+                if cycled and took > ttl / 3:
+                    log.warning(
+                        "pool %s: a cycle took %.2f s of the lease's %g s; one longer than what is left of "
+                        "the lease lets it lapse, and a standby take over", pool, took, ttl,
+                    )  # fmt: skip
     finally:
         ctx.stop.set()
         await consumer

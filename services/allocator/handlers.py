@@ -9,6 +9,7 @@ replay can re-derive it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
@@ -23,6 +24,10 @@ from opentelemetry import trace
 from services.allocator.engine import Allocator
 from services.allocator.fold import AllocatorFold
 from services.allocator.state import is_stale
+
+FOLD_SLICE = 0.02
+"""Seconds of folding after which ``handle`` lets the service's other work run (its lease above all):
+a batch of big messages folds for seconds, longer than a short lease lives."""
 
 
 class AllocatorHandlers:
@@ -51,6 +56,7 @@ class AllocatorHandlers:
         self.traces = telemetry.JobContexts()
         self.metrics = metrics
         self.leader = False
+        self.fold_slice = FOLD_SLICE
 
     @property
     def engine(self) -> Allocator:
@@ -62,10 +68,17 @@ class AllocatorHandlers:
         return self.fold.watermark
 
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
+        """Fold a batch, message by message; between messages, every ``fold_slice`` seconds, give the
+        event loop a turn, so the lease is renewed (and cycles run) on time even in a long batch. A
+        cycle between two messages is a cycle at the first one's watermark, as replay re-runs it."""
+        paused = time.monotonic()
         for delivery in deliveries:
             self.traces.note(delivery.events, delivery.context)
             if self.fold.fold(delivery.seq, delivery.events):
                 self.dirty = True
+            if time.monotonic() - paused >= self.fold_slice:
+                await asyncio.sleep(0)
+                paused = time.monotonic()
 
     async def become_leader(self, epoch: int, holder: str, previous: str | None) -> None:
         """This instance holds the pool's lease: record the new epoch, then decide under it."""

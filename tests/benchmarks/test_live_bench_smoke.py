@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from muster.bench import replay
-from muster.bench.e2e import run_e2e
+from muster.bench.e2e import run_e2e, run_failover
 
 pytestmark = [pytest.mark.slow]
 
@@ -29,3 +29,14 @@ def test_e2e_bench_binds_every_pod_and_reports_rate_and_latency():
 def test_replay_bench_replays_a_simulated_history_without_divergence():
     (row,) = replay.run(quick=True)
     assert row["unit"] == "events/s" and row["value"] > 0 and row["divergences"] == 0
+
+
+@pytest.mark.nats
+@pytest.mark.postgres
+def test_failover_bench_splits_kill_to_first_decision_into_lapse_takeover_and_first_cycle():
+    doc = run_failover(20, 200, ttl=1.5)
+    assert doc["bound"] == 200 and doc["lease_ttl"] == 1.5 and doc["target"] == 2.0
+    parts = doc["lease_lapse_s"] + doc["takeover_s"] + doc["first_cycle_s"]
+    assert doc["value"] == pytest.approx(parts, abs=0.01)
+    # the dead leader renewed at most a third of a ttl before it died, and never wrote past one ttl
+    assert 0 < doc["lease_lapse_s"] <= 1.5 and doc["takeover_s"] >= 0 and doc["first_cycle_s"] > 0

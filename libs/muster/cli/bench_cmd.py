@@ -157,11 +157,24 @@ def _replay_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> 
 
 
 def _failover_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
-    from muster.bench.e2e import run_failover
+    """Kill a pool's leader with work waiting, under a lease short enough for the target and the default."""
+    from muster.bench.e2e import FAILOVER_TTLS, run_failover
 
     nodes, pods = (200, 2_000) if args.quick else (10_000, 100_000)
-    progress(f"failover at {nodes} nodes, {pods} pods")
-    return [{"benchmark": "failover", **run_failover(nodes, pods)}]
+    rows = []
+    for ttl in FAILOVER_TTLS:
+        progress(f"failover at {nodes} nodes, {pods} pods, lease ttl {ttl:g} s")
+        rows.append({"benchmark": "failover", **run_failover(nodes, pods, ttl=ttl)})
+    return rows
+
+
+def _history_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Issue #17 (b): a long paced history written into a stream, replayed in full, against its live span."""
+    from muster.bench import history
+
+    events = history.QUICK_EVENTS if args.quick else history.FULL_EVENTS
+    progress(f"history: {events} events into a stream, replayed")
+    return [{"benchmark": "history", **row} for row in history.run(bool(args.quick))]
 
 
 # name -> runner for the whole suite; each returns rows of results
@@ -171,6 +184,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[di
     "replay": _replay_suite,
     "e2e": _e2e_suite,
     "failover": _failover_suite,
+    "history": _history_suite,
 }
 
 
