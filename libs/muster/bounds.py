@@ -153,6 +153,10 @@ def _queue(e: ev.UpsertQueue | ev.QueueUpserted) -> None:
 
 def _devices(path: str, pod: int, gpus: list[int]) -> None:
     """A pod's index in its gang and the devices it holds on its node."""
+    if 0 <= pod < MAX_PODS_PER_GROUP and len(gpus) <= MAX_NODE_GPUS:
+        # The common case, with no path built: at most a few devices, all in range.
+        if not gpus or (min(gpus) >= 0 and max(gpus) < MAX_NODE_GPUS):
+            return
     _range(f"{path}.pod", pod, 0, MAX_PODS_PER_GROUP - 1)
     if len(gpus) > MAX_NODE_GPUS:
         raise OutOfBounds(f"{path}.gpus", f"{len(gpus)} devices is above the limit of {MAX_NODE_GPUS}")
@@ -163,7 +167,8 @@ def _devices(path: str, pod: int, gpus: list[int]) -> None:
 
 def _placement(e: ev.BindRequested | ev.PodBound) -> None:
     _devices("", e.pod, e.gpus)
-    _range(".gpu_share", e.gpu_share, 0, 1)
+    if not 0 <= e.gpu_share <= 1:
+        _range(".gpu_share", e.gpu_share, 0, 1)
 
 
 def _adopt(e: ev.AdoptPods) -> None:
@@ -172,6 +177,8 @@ def _adopt(e: ev.AdoptPods) -> None:
 
 
 def _cycle_and_epoch(e: ev.BindRequested | ev.EvictionRequested) -> None:
+    if 0 <= e.cycle <= INT32_MAX and 0 <= e.epoch <= INT32_MAX:
+        return
     _int32(".cycle", e.cycle, 0)
     _int32(".epoch", e.epoch, 0)
 

@@ -37,11 +37,15 @@ def consumed_subjects(subjects: Subjects, pool: str) -> list[str]:
 
 
 def load_config(env: dict[str, str]) -> AllocatorConfig:
-    """``MUSTER_ALLOCATOR_CONFIG`` names a YAML file of AllocatorConfig fields; default config otherwise."""
+    """``MUSTER_ALLOCATOR_CONFIG`` names a YAML file of AllocatorConfig fields; default config otherwise.
+
+    A live allocator forgets finished jobs unless the file says otherwise (``forget_finished``): its
+    state, its snapshots and its restarts then follow the cluster, not the length of its history.
+    """
     path = env.get("MUSTER_ALLOCATOR_CONFIG")
-    if not path:
-        return AllocatorConfig()
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    data = (yaml.safe_load(Path(path).read_text()) or {}) if path else {}
+    if isinstance(data, dict):
+        data.setdefault("forget_finished", True)
     return msgspec.convert(data, AllocatorConfig)
 
 
@@ -128,6 +132,10 @@ async def run(ctx: ServiceContext) -> None:
     instance = env.get("MUSTER_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}"
     interval = float(env.get("MUSTER_CYCLE_INTERVAL", "0.05"))
     ttl = float(env.get("MUSTER_LEASE_TTL", "5"))
+    # Warm the kernels beside the restore and the rebuild (in a thread: the consumer keeps reading);
+    # contend for the lease only when all are done, so a cold instance does not win the lease over a
+    # warm one.
+    warmed = asyncio.create_task(asyncio.to_thread(warm_kernels, config))
     engine = Allocator(config, frozenset({pool}))
     handlers = AllocatorHandlers(
         ctx.bus, ctx.subjects, engine, clock=time.time, pool=pool, metrics=ctx.metrics
@@ -140,7 +148,12 @@ async def run(ctx: ServiceContext) -> None:
         every=int(env.get("MUSTER_SNAPSHOT_EVERY", "10000")),
         min_interval=float(env.get("MUSTER_SNAPSHOT_MIN_INTERVAL", "10")),
     )
-    start_seq = await snapshots.restore(await ctx.bus.first_seq())
+    # MUSTER_SNAPSHOTS=off: neither restore nor take any (the whole log is folded at each start).
+    start_seq = 1
+    if ctx.settings.switch("MUSTER_SNAPSHOTS"):
+        start_seq = await snapshots.restore(await ctx.bus.first_seq())
+    else:
+        snapshots.every = 0
     rebuilt = asyncio.Event()
 
     async def on_rebuilt() -> None:
@@ -165,9 +178,6 @@ async def run(ctx: ServiceContext) -> None:
             start_seq=start_seq,
         )
     )
-    # Warm the kernels beside the rebuild (in a thread: the consumer keeps reading); contend for the
-    # lease only when both are done, so a cold instance does not win the lease over a warm one.
-    warmed = asyncio.create_task(asyncio.to_thread(warm_kernels, config))
     schedule = LeaseSchedule(ttl)
     try:
         while not ctx.stop.is_set() and not consumer.done():

@@ -43,6 +43,10 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     reclaimer_utilization_multiplier: float = 1.0
     stale_gang_grace: float = 60.0
     fairness: FairnessConfig | None = None
+    forget_finished: bool = False
+    """Drop a job from the allocator's state once every pod of it finished, keeping only its name (so it
+    is never created again): the state then follows what runs and waits, not the whole history. The
+    allocator service turns it on; simulations keep every job to report on."""
 
     def __post_init__(self) -> None:
         for field, known in (("placement_gpu", GPU_PLACEMENTS), ("placement_cpu", PLACEMENTS)):
@@ -60,5 +64,14 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
             )
 
     def digest(self) -> str:
-        """A stable hash of every setting, recorded in CycleCompleted."""
-        return hashlib.sha256(msgspec.json.encode(self)).hexdigest()[:16]
+        """A stable hash of every setting, recorded in CycleCompleted. Settings added later count only
+        when they differ from their default, so a configuration recorded before they existed keeps its
+        digest."""
+        data = msgspec.to_builtins(self)
+        for name, default in _ADDED_LATER.items():
+            if data.get(name) == default:
+                del data[name]
+        return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
+
+
+_ADDED_LATER = {"forget_finished": False}

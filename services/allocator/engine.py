@@ -29,7 +29,11 @@ class Allocator:
     def __init__(self, config: AllocatorConfig, pools: frozenset[str] | None = None) -> None:
         self.config = config
         self.pools = pools
-        self.state = ClusterState(pools, config.fairness.usage_window if config.fairness else None)
+        self.state = ClusterState(
+            pools,
+            config.fairness.usage_window if config.fairness else None,
+            forget_finished=config.forget_finished,
+        )
         self.pool_label = "default" if not pools else ",".join(sorted(pools))
         self._digest = config.digest()
         self._actions = actions_for(config)

@@ -30,7 +30,7 @@ from muster.kernels import placement as pl
 from services.allocator.fold import AllocatorFold
 from services.allocator.state import ClusterState, Job, Node, PodReq
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever the image changes shape: older snapshots are then skipped, not misread."""
 
 CACHES = frozenset({"_pending_sorted", "_pending_added", "_pending_removed", "_requests_of", "_shape_of"})
@@ -58,6 +58,8 @@ class AdoptionImage(msgspec.Struct, array_like=True):
 class StateImage(msgspec.Struct, kw_only=True):
     pools: list[str] | None
     usage_window: float | None
+    forget_finished: bool
+    finished: list[str]
     version: int
     nodes: dict[str, Node]
     free_slots: list[int]
@@ -151,6 +153,8 @@ def _fold_part(fold: AllocatorFold) -> bytes:
     state = StateImage(
         pools=sorted(s.pools) if s.pools is not None else None,
         usage_window=s.usage_window,
+        forget_finished=s.forget_finished,
+        finished=sorted(s.finished),
         version=s.version,
         nodes=s.nodes,
         free_slots=s.free_slots,
@@ -211,11 +215,15 @@ def restore_image(fold: AllocatorFold, data: bytes, digest: str | None = None) -
         raise ImageError(f"a snapshot of pool {image.pool!r} cannot continue pool {fold.pool!r}")
     i = image.state
     engine = fold.engine
-    state = ClusterState(engine.state.pools, engine.state.usage_window)
-    if (
-        sorted(state.pools) if state.pools is not None else None
-    ) != i.pools or state.usage_window != i.usage_window:
-        raise ImageError("the snapshot was folded for other pools or another usage window")
+    state = ClusterState(
+        engine.state.pools, engine.state.usage_window, forget_finished=engine.state.forget_finished
+    )
+    pools = sorted(state.pools) if state.pools is not None else None
+    if (pools, state.usage_window, state.forget_finished) != (i.pools, i.usage_window, i.forget_finished):
+        raise ImageError(
+            "the snapshot was folded for other pools, usage window or forgetting of finished jobs"
+        )
+    state.finished = set(i.finished)
     state.version = i.version
     state.nodes = i.nodes
     state.free_slots = i.free_slots

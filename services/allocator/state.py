@@ -203,9 +203,18 @@ def gpu_accounting(req: PodReq, dev_mem: int) -> float:
 class ClusterState:
     """Everything the allocator knows, as a pure function of the events applied so far."""
 
-    def __init__(self, pools: frozenset[str] | None = None, usage_window: float | None = None) -> None:
+    def __init__(
+        self,
+        pools: frozenset[str] | None = None,
+        usage_window: float | None = None,
+        *,
+        forget_finished: bool = False,
+    ) -> None:
         self.pools = pools
         self.usage_window = usage_window
+        self.forget_finished = forget_finished
+        self.finished: set[str] = set()
+        """Names of jobs forgotten once finished (``forget_finished``): a PodGroupCreated of one creates nothing."""
         self.version = 0
         self.nodes: dict[str, Node] = {}
         self.free_slots: list[int] = []
@@ -461,7 +470,11 @@ class ClusterState:
                     if not was_running:
                         job.last_start = event.at
             case ev.PodGroupCreated():
-                if self.serves(event.pool) and event.name not in self.jobs:
+                if (
+                    self.serves(event.pool)
+                    and event.name not in self.jobs
+                    and event.name not in self.finished
+                ):
                     self._create_job(event)
             case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
                 if self.serves(spec.pool):
@@ -535,6 +548,9 @@ class ClusterState:
                     self._frac_mark(job, event.pod, -1)
                 if st != COMPLETED:
                     self._transition(job, event.pod, COMPLETED, at=event.at)
+                    if self.forget_finished and job.n_completed == len(job.pods):
+                        self._delete_job(job.name)
+                        self.finished.add(job.name)
             case ev.AdoptPods():
                 if self.serves(event.pool):
                     self._adopt(event)

@@ -47,7 +47,7 @@ from muster.demo import demo_scenario
 from muster.replay import LoggedMessage, load_log, replay, save_log
 from muster.runtime.settings import Endpoints, Settings
 from muster.scenario import parse_scenario
-from muster.scenario.convert import scenario_events
+from muster.scenario.convert import allocator_config, scenario_events
 from muster.simulate import Simulation
 from muster.subjects import Subjects
 
@@ -123,7 +123,10 @@ def simulated_history(jobs: int, *, nodes: int = NODES, pace: float = PACE) -> l
     as the podgrouper would publish it: the log reads like a live one, and each cycle works on the jobs
     that have arrived, not on every job of the next days.
     """
-    simulation = Simulation(parse_scenario(paced_scenario(jobs, nodes=nodes, pace=pace)))
+    scenario = parse_scenario(paced_scenario(jobs, nodes=nodes, pace=pace))
+    # Decided as the allocator service decides: forgetting finished jobs, its default.
+    config = msgspec.structs.replace(allocator_config(scenario), forget_finished=True)
+    simulation = Simulation(scenario, config=config)
     _run_arriving(simulation)
     groups: list[tuple[str, list[ev.Event]]] = []
     for event in simulation.log.events:
@@ -137,10 +140,14 @@ def simulated_history(jobs: int, *, nodes: int = NODES, pace: float = PACE) -> l
     # The simulation numbers events; a stream numbers messages. A cycle's watermark (the index of the last
     # event it read, always the end of a message) becomes that message's number.
     ends = list(itertools.accumulate(len(events) for _, events in groups))
-    log = []
-    for number, (subject, events) in enumerate(groups, start=1):
+    # First, as a live allocator announces it, the configuration the history was decided with.
+    announced = ev.AllocatorConfigured(
+        pool="default", config=msgspec.json.decode(msgspec.json.encode(config)), digest=config.digest()
+    )
+    log = [LoggedMessage(1, SIMULATED.decisions("default"), [announced])]
+    for number, (subject, events) in enumerate(groups, start=2):
         events = [
-            msgspec.structs.replace(e, watermark=_message_of(ends, e.watermark))
+            msgspec.structs.replace(e, watermark=_message_of(ends, e.watermark) + 1)
             if isinstance(e, ev.CycleCompleted)
             else e
             for e in events

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
@@ -50,6 +51,10 @@ MAX_LETTER_ERROR = 4096
 
 class NatsLoginRefused(ConnectionError):
     """The server refused our credentials (or their absence): retrying would not help."""
+
+
+READ_TIMEOUT = 10.0
+"""Seconds ``read`` waits for the next message of a stretch the stream holds before giving up."""
 
 
 def _without_login(url: str) -> str:
@@ -568,15 +573,32 @@ class NatsBus:
         start_seq = max(start_seq, 1)
         if end < start_seq:
             return
+        # Delivered through a callback into a queue: awaiting ``next_msg`` once per message costs a
+        # task and a timer each, several times the cost of the message itself.
+        arrived: collections.deque = collections.deque()
+        wake = asyncio.Event()
+
+        async def arrive(msg) -> None:
+            arrived.append(msg)
+            wake.set()
+
         sub = await self.js.subscribe(
             self.subjects.all,
+            cb=arrive,
             ordered_consumer=True,
             deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
             config=api.ConsumerConfig(opt_start_seq=start_seq),
         )
         try:
             while True:
-                msg = await sub.next_msg(timeout=10)
+                if not arrived:
+                    wake.clear()
+                    try:
+                        await asyncio.wait_for(wake.wait(), READ_TIMEOUT)
+                    except TimeoutError:
+                        raise NatsTimeoutError from None
+                    continue
+                msg = arrived.popleft()
                 if not _from_stream(msg):
                     continue
                 seq = msg.metadata.sequence.stream

@@ -177,6 +177,15 @@ def _history_suite(args: argparse.Namespace, progress: Callable[[str], None]) ->
     return [{"benchmark": "history", **row} for row in history.run(bool(args.quick))]
 
 
+def _restart_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Issue #17: a cold restart and a window replay at several history lengths, flat in length."""
+    from muster.bench import restart
+
+    sizes = restart.QUICK_SIZES if args.quick else restart.FULL_SIZES
+    progress(f"restart and window replay at {', '.join(str(s) for s in sizes)} events of history")
+    return [{"benchmark": "restart", **row} for row in restart.run(bool(args.quick))]
+
+
 # name -> runner for the whole suite; each returns rows of results
 RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[dict]]] = {
     "openb": _openb_suite,
@@ -185,6 +194,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[di
     "e2e": _e2e_suite,
     "failover": _failover_suite,
     "history": _history_suite,
+    "restart": _restart_suite,
 }
 
 
