@@ -204,9 +204,10 @@ class Snapshotter:
             await self.store.delete(old)
         return meta
 
-    async def take(self) -> sn.SnapshotMeta:
-        """Store a snapshot of the fold as it is now, and prune the ones no longer worth keeping."""
-        meta = await self.put(self.seal())
+    async def take(self, sealed: tuple[sn.SnapshotMeta, bytes] | None = None) -> sn.SnapshotMeta:
+        """Store a snapshot of the fold as it is now (or the one ``sealed`` before), and prune the ones
+        no longer worth keeping."""
+        meta = await self.put(sealed or self.seal())
         log.info("%s: snapshot at sequence %d (%d bytes)", self.name, meta.seq, meta.size)
         return meta
 
