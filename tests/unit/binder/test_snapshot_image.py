@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from muster.bus import Delivery
-from muster.replay import load_log
 from muster.snapshotting import ImageError
-from muster.subjects import Subjects, subject_matches
+from muster.subjects import Subjects
 
 from services.binder import snapshot as codec
 from services.binder.handlers import BinderHandlers
 from services.binder.sim import SimFleet
+from tests.unit.snapshots.logs import digests_under_two_hash_seeds, golden
 
-GOLDEN = Path(__file__).parents[2] / "golden" / "demo-4-nodes-30-jobs.jsonl"
 S = Subjects("muster")
 SUBJECTS = [S.nodes("*"), S.podgroups, S.decisions("*"), S.pods("*")]
 
@@ -28,7 +23,7 @@ def new_binder() -> BinderHandlers:
 
 
 def binder_messages():
-    return [m for m in load_log(GOLDEN) if any(subject_matches(p, m.subject) for p in SUBJECTS)]
+    return golden(SUBJECTS)
 
 
 @pytest.fixture(scope="module")
@@ -136,16 +131,4 @@ def test_the_digest_does_not_depend_on_the_process_string_hashing():
         "from services.binder import snapshot as codec\n"
         "print(codec.digest_of(fold(new_binder(), binder_messages())))\n"
     )
-    root = Path(__file__).parents[3]
-    digests = {
-        subprocess.run(
-            [sys.executable, "-c", script],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("1", "2")
-    }
-    assert len(digests) == 1
+    assert len(digests_under_two_hash_seeds(script)) == 1
