@@ -39,18 +39,27 @@ def agent_run(subjects: list[str]) -> list[LoggedMessage]:
         LoggedMessage(m.seq, m.subject, [_as_agent_event(e) for e in m.events]) for m in golden(["muster.>"])
     ]
     seq = messages[-1].seq
+    gang = next(
+        e
+        for m in messages
+        for e in m.events
+        if isinstance(e, ev.PodGroupCreated) and sum(p.count for p in e.pods) >= 2
+    )
+    late = msgspec.structs.replace(gang, name="late", workload_uid="Job/late/1")
+    epoch = max(e.epoch for m in messages for e in m.events if isinstance(e, ev.LeaderElected))
     tail = [
-        LoggedMessage(seq + 1, "muster.nodes.default", [ev.NodeLost(name="gpu-01", last_seen=1.0, at=40.0)]),
-        LoggedMessage(seq + 2, "muster.nodes.default", [ev.NodeRemoved(name="gpu-01")]),
-        LoggedMessage(
-            seq + 3,
-            "muster.decisions.default",
-            [ev.BindRequested(job="late", pod=0, node="gpu-01", gpus=[0])],
-        ),
+        LoggedMessage(seq + 1, "muster.podgroups", [late]),
+        LoggedMessage(seq + 2, "muster.nodes.default", [ev.NodeLost(name="gpu-01", last_seen=1.0, at=40.0)]),
+        LoggedMessage(seq + 3, "muster.nodes.default", [ev.NodeRemoved(name="gpu-01")]),
         LoggedMessage(
             seq + 4,
             "muster.decisions.default",
-            [ev.BindRequested(job="late", pod=1, node="gpu-00", gpus=[1])],
+            [ev.BindRequested(job="late", pod=0, node="gpu-01", gpus=[0], epoch=epoch)],
+        ),
+        LoggedMessage(
+            seq + 5,
+            "muster.decisions.default",
+            [ev.BindRequested(job="late", pod=1, node="gpu-00", gpus=[1], epoch=epoch)],
         ),
     ]
     return [m for m in [*messages, *tail] if any(subject_matches(p, m.subject) for p in subjects)]
