@@ -153,10 +153,10 @@ def _queue(e: ev.UpsertQueue | ev.QueueUpserted) -> None:
 
 def _devices(path: str, pod: int, gpus: list[int]) -> None:
     """A pod's index in its gang and the devices it holds on its node."""
-    if 0 <= pod < MAX_PODS_PER_GROUP and len(gpus) <= MAX_NODE_GPUS:
-        # The common case, with no path built: at most a few devices, all in range.
-        if not gpus or (min(gpus) >= 0 and max(gpus) < MAX_NODE_GPUS):
-            return
+    # The common case first, with no path built: at most a few devices, all in range.
+    in_range = not gpus or (min(gpus) >= 0 and max(gpus) < MAX_NODE_GPUS)
+    if 0 <= pod < MAX_PODS_PER_GROUP and len(gpus) <= MAX_NODE_GPUS and in_range:
+        return
     _range(f"{path}.pod", pod, 0, MAX_PODS_PER_GROUP - 1)
     if len(gpus) > MAX_NODE_GPUS:
         raise OutOfBounds(f"{path}.gpus", f"{len(gpus)} devices is above the limit of {MAX_NODE_GPUS}")

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 log = logging.getLogger(__name__)
 
 
+DEFAULT_REQUIRES = "allocator-default,binder,nodewatch,queue-controller"
+
+
 @dataclass(frozen=True)
 class RetentionPolicy:
     keep: int
@@ -36,7 +39,8 @@ class RetentionPolicy:
     @classmethod
     def from_env(cls, env: dict[str, str]) -> RetentionPolicy | None:
         """``MUSTER_STREAM_KEEP`` turns retention on; ``MUSTER_RETENTION_REQUIRES`` lists required
-        folds, comma-separated (default: the default pool's allocator)."""
+        folds, comma-separated (default: the default pool's allocator, the binder, the node monitor
+        and the queue-controller; machine agents count once they have a snapshot)."""
         keep = env.get("MUSTER_STREAM_KEEP")
         if not keep:
             return None
@@ -46,7 +50,7 @@ class RetentionPolicy:
             raise ValueError(f"MUSTER_STREAM_KEEP: not a number of messages: {keep!r}") from None
         if count < 1:
             raise ValueError(f"MUSTER_STREAM_KEEP: must be at least 1, not {count}")
-        requires = env.get("MUSTER_RETENTION_REQUIRES", "allocator-default")
+        requires = env.get("MUSTER_RETENTION_REQUIRES", DEFAULT_REQUIRES)
         return cls(count, frozenset(name.strip() for name in requires.split(",") if name.strip()))
 
 
@@ -75,11 +79,27 @@ def purge_floor(
     return Floor(max(first, lowest.seq), lowest.held_by)
 
 
-async def keep_bounded(bus, store, policy: RetentionPolicy, archived: int) -> Floor:
-    """One look: purge the stream below its floor; the floor."""
+async def newest_snapshots(js, stream: str) -> dict[str, int]:
+    """Each fold's newest snapshot sequence, over every owner's store that exists (none is created)."""
+    from nats.js.errors import BucketNotFoundError, NotFoundError
+
+    from muster.runtime.security import SNAPSHOT_OWNERS
+    from muster.snapshots import ObjectStoreSnapshots, snapshot_bucket
+
     newest: dict[str, int] = {}
-    for meta in await store.list():
-        newest[meta.fold] = max(newest.get(meta.fold, 0), meta.seq)
+    for owner in SNAPSHOT_OWNERS:
+        try:
+            store = ObjectStoreSnapshots(await js.object_store(snapshot_bucket(stream, owner)))
+        except (BucketNotFoundError, NotFoundError):
+            continue
+        for meta in await store.list():
+            newest[meta.fold] = max(newest.get(meta.fold, 0), meta.seq)
+    return newest
+
+
+async def keep_bounded(bus, policy: RetentionPolicy, archived: int) -> Floor:
+    """One look: purge the stream below its floor; the floor."""
+    newest = await newest_snapshots(bus.js, bus.subjects.stream)
     first, last = await bus.first_seq(), await bus.last_seq()
     floor = purge_floor(policy, first=first, last=last, archived=archived, snapshots=newest)
     if floor.seq > first:

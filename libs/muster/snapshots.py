@@ -2,7 +2,7 @@
 
 A snapshot is the whole state of one fold (the allocator of a pool, ...)
 after the message at ``seq``, as the fold's own canonical image (typed
-bytes: see ``services.allocator.snapshot``): restored, folding on from
+bytes: see ``services.allocator.snapshot`` and ``muster.snapshotting``): restored, folding on from
 ``seq + 1`` gives what folding from sequence 1 gives. Two digests guard it:
 
 - ``digest``: the state's own digest, of what the log alone decides in it
@@ -186,6 +186,16 @@ class DirectorySnapshots:
             (self.path / meta.key).with_suffix(suffix).unlink(missing_ok=True)
 
 
+def snapshot_bucket(stream: str, owner: str = "") -> str:
+    """The object store holding the snapshots ``owner`` (a NATS user) writes.
+
+    One bucket per writer, so that a login may write only its own folds' snapshots: a machine agent
+    cannot put a forged state where the binder or the allocator would restore it. The allocators'
+    bucket (no owner) is the one replay reads.
+    """
+    return f"{stream}_SNAPSHOTS" + (f"_{owner.upper().replace('-', '_')}" if owner else "")
+
+
 class ObjectStoreSnapshots:
     """Snapshots in a JetStream object store beside the system's stream: every instance sees them."""
 
@@ -193,11 +203,12 @@ class ObjectStoreSnapshots:
         self.store = store
 
     @classmethod
-    async def open(cls, js, stream: str) -> ObjectStoreSnapshots:
+    async def open(cls, js, stream: str, owner: str = "") -> ObjectStoreSnapshots:
+        """The store of ``owner``'s folds (see ``snapshot_bucket``), created if it is not there yet."""
         from nats.js import api
         from nats.js.errors import BucketNotFoundError, NotFoundError
 
-        name = f"{stream}_SNAPSHOTS"
+        name = snapshot_bucket(stream, owner)
         try:
             return cls(await js.object_store(name))
         except (BucketNotFoundError, NotFoundError):

@@ -12,15 +12,18 @@ from pathlib import Path
 
 import msgspec
 import yaml
+from muster import snapshotting
 from muster.lease import Lease, lease_bucket
 from muster.service import ServiceContext, rebuild_then_consume
 from muster.snapshots import ObjectStoreSnapshots
+from muster.snapshotting import Snapshotter
 from muster.subjects import Subjects
 
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
+from services.allocator.fold import fold_name
 from services.allocator.handlers import AllocatorHandlers
-from services.allocator.snapshotting import Snapshotter
+from services.allocator.snapshot import AllocatorCodec
 
 log = logging.getLogger(__name__)
 
@@ -141,12 +144,16 @@ async def run(ctx: ServiceContext) -> None:
         ctx.bus, ctx.subjects, engine, clock=time.time, pool=pool, metrics=ctx.metrics
     )
     lease = Lease(await lease_bucket(ctx.bus.js, ctx.subjects.stream), pool, instance, ttl)
+    # Only a snapshot taken under this very configuration is restored: another would have folded the
+    # log differently. Each records its configuration, for replay to start from it.
     snapshots = Snapshotter(
         await ObjectStoreSnapshots.open(ctx.bus.js, ctx.subjects.stream),
+        fold_name(pool),
         handlers.fold,
-        config,
-        every=int(env.get("MUSTER_SNAPSHOT_EVERY", "10000")),
-        min_interval=float(env.get("MUSTER_SNAPSHOT_MIN_INTERVAL", "10")),
+        AllocatorCodec(),
+        config=msgspec.to_builtins(config),
+        config_digest=config.digest(),
+        **snapshotting.settings(env),
     )
     # MUSTER_SNAPSHOTS=off: neither restore nor take any (the whole log is folded at each start).
     start_seq = 1
@@ -162,8 +169,7 @@ async def run(ctx: ServiceContext) -> None:
     async def handle(deliveries, live: bool) -> None:
         await handlers.handle(deliveries, live)
         if snapshots.due(live=live, leader=handlers.leader):
-            meta = await snapshots.take()
-            log.info("pool %s: snapshot at sequence %d (%d bytes)", pool, meta.seq, meta.size)
+            await snapshots.take()
 
     # Every instance, leader or standby, folds the log from the newest snapshot on: a standby's state
     # is warm when it takes over.

@@ -26,6 +26,7 @@ import numpy as np
 from muster import events as ev
 from muster.fencing import EpochFence
 from muster.kernels import placement as pl
+from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
 from services.allocator.fold import AllocatorFold
 from services.allocator.state import ClusterState, Job, Node, PodReq
@@ -106,21 +107,8 @@ class LocalImage(msgspec.Struct, kw_only=True):
     published_cycle: int
 
 
-class StoredImage(msgspec.Struct, array_like=True):
-    format: int
-    fold: msgspec.Raw
-    local: LocalImage
-
-
-class Image(msgspec.Struct, frozen=True):
-    data: bytes
-    digest: str
-    """sha256 of the log-decided part: equal for every fold of one log at one sequence."""
-
-
-_encoder = msgspec.msgpack.Encoder()
-_stored = msgspec.msgpack.Decoder(StoredImage)
 _fold = msgspec.msgpack.Decoder(FoldImage)
+_local = msgspec.msgpack.Decoder(LocalImage)
 
 
 def _array(a: np.ndarray) -> ArrayImage:
@@ -134,10 +122,8 @@ def _from_array(image: ArrayImage) -> np.ndarray:
 
 def image_of(fold: AllocatorFold) -> Image:
     """The fold's whole state at its watermark, with its digest."""
-    part = _fold_part(fold)
     local = LocalImage(last_reasons=fold.engine.last_reasons, published_cycle=fold.published_cycle)
-    data = _encoder.encode(StoredImage(FORMAT, msgspec.Raw(part), local))
-    return Image(data, hashlib.sha256(part).hexdigest())
+    return pack(FORMAT, _fold_part(fold), local)
 
 
 def digest_of(fold: AllocatorFold) -> str:
@@ -181,7 +167,7 @@ def _fold_part(fold: AllocatorFold) -> bytes:
         adoptions=[AdoptionImage(job, sub, sorted(pods)) for (job, sub), pods in s.adoptions.items()],
         awaiting_adoption=sorted(s.awaiting_adoption),
     )
-    return _encoder.encode(
+    return encode(
         FoldImage(
             pool=fold.pool,
             watermark=fold.watermark,
@@ -194,23 +180,12 @@ def _fold_part(fold: AllocatorFold) -> bytes:
     )
 
 
-class ImageError(ValueError):
-    """Bytes that are not an allocator fold's image of this format."""
-
-
 def restore_image(fold: AllocatorFold, data: bytes, digest: str | None = None) -> None:
     """Continue ``fold`` from an image (whose digest, given, must match): the next message it folds is
     the one after the image's watermark. The fold is left as it was if the image is refused."""
-    try:
-        stored = _stored.decode(data)
-        if stored.format != FORMAT:
-            raise ImageError(f"allocator snapshot format {stored.format}; this allocator reads {FORMAT}")
-        part = bytes(stored.fold)
-        if digest is not None and hashlib.sha256(part).hexdigest() != digest:
-            raise ImageError("the snapshot's state does not match its digest")
-        image = _fold.decode(part)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise ImageError(f"not an allocator snapshot: {exc}") from exc
+    part, local_part = unpack(data, format=FORMAT, digest=digest, what="allocator")
+    image = decoded(_fold, part, "allocator")
+    local = decoded(_local, local_part, "allocator")
     if image.pool != fold.pool:
         raise ImageError(f"a snapshot of pool {image.pool!r} cannot continue pool {fold.pool!r}")
     i = image.state
@@ -253,11 +228,29 @@ def restore_image(fold: AllocatorFold, data: bytes, digest: str | None = None) -
     fence.epochs = dict(image.epochs)
     fence.refused = image.refused_elections
     fence.last_refused = image.last_refused
-    engine.restore(state, stored.local.last_reasons)
+    engine.restore(state, local.last_reasons)
     fold.fence = fence
     fold.watermark = image.watermark
     fold.logged_cycle = image.logged_cycle
-    fold.published_cycle = stored.local.published_cycle
+    fold.published_cycle = local.published_cycle
+
+
+class AllocatorCodec:
+    """``image_of`` and ``restore_image`` as a ``muster.snapshotting.Codec``."""
+
+    format = FORMAT
+
+    def image_of(self, fold: AllocatorFold) -> Image:
+        return image_of(fold)
+
+    def restore(self, fold: AllocatorFold, data: bytes, digest: str | None = None) -> None:
+        restore_image(fold, data, digest)
+
+    def watermark(self, fold: AllocatorFold) -> int:
+        return fold.watermark
+
+    def summary(self, fold: AllocatorFold) -> str:
+        return f"pool {fold.pool}, {len(fold.engine.state.jobs)} jobs"
 
 
 def _shared_requests(jobs: dict[str, Job]) -> dict[str, Job]:

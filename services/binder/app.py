@@ -1,19 +1,24 @@
 """The binder with the ``sim`` backend: a simulated GPU fleet that confirms decisions.
 
 Its state is a fold of the log (nodes, pod groups, decisions and its own
-confirmations), rebuilt at start, so a restart neither loses a decision nor
-confirms one twice.
+confirmations), rebuilt at start from its newest snapshot and the log after
+it, so a restart neither loses a decision nor confirms one twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
+from muster import snapshotting
 from muster.service import ServiceContext, rebuild_then_consume
+from muster.snapshots import ObjectStoreSnapshots
+from muster.snapshotting import Snapshotter
 
 from services.binder.handlers import BinderHandlers
 from services.binder.sim import SimFleet
+from services.binder.snapshot import BinderCodec
 
 TICK_SECONDS = 0.2  # how often run time is checked for completions
 
@@ -22,8 +27,26 @@ async def run(ctx: ServiceContext) -> None:
     s = ctx.subjects
     handlers = BinderHandlers(ctx.bus, s, SimFleet(), clock=time.time, metrics=ctx.metrics)
     subjects = [s.nodes("*"), s.podgroups, s.decisions("*"), s.pods("*")]
+    snapshots = Snapshotter(
+        await ObjectStoreSnapshots.open(ctx.bus.js, s.stream, "binder"),
+        "binder",
+        handlers,
+        BinderCodec(),
+        **snapshotting.settings(dict(os.environ)),
+    )
+    start_seq = await snapshots.restore(await ctx.bus.first_seq())
+
+    async def handle(deliveries, live: bool) -> None:
+        await handlers.handle(deliveries, live)
+        if snapshots.due(live=live):
+            async with handlers.quiet():
+                sealed = snapshots.seal()
+            await snapshots.take(sealed)
+
     consumer = asyncio.create_task(
-        rebuild_then_consume(ctx, "binder", subjects, handlers.handle, on_rebuilt=handlers.rebuilt)
+        rebuild_then_consume(
+            ctx, "binder", subjects, handle, on_rebuilt=handlers.rebuilt, start_seq=start_seq
+        )
     )
     try:
         while not ctx.stop.is_set():

@@ -99,6 +99,11 @@ class BinderHandlers:
                 event.pool, count, event.epoch, event.current_epoch,
             )  # fmt: skip
 
+    def quiet(self) -> asyncio.Lock:
+        """Held, no confirmation is under way: all the fleet did is then on the log (where a snapshot
+        is sealed, see ``services.binder.snapshot``)."""
+        return self._confirming
+
     async def rebuilt(self) -> None:
         """History is folded in: confirm what it left outstanding, then go live."""
         self.live = True

@@ -43,6 +43,8 @@ class NodeWatch:
     pods: dict[PodKey, tuple[str, str]] = field(default_factory=dict)
     """Pods that hold an agent node (bind requested, not ended): key -> (node, pool)."""
     refused: list[tuple[int, ev.BindRequested]] = field(default_factory=list)
+    watermark: int = 0
+    """The stream sequence of the last message folded (the service sets it)."""
 
     def apply(self, event: ev.Event, seq: int, clock: float) -> None:
         """Fold one event in, read at ``clock`` (a heartbeat counts from when it is read)."""

@@ -10,7 +10,6 @@ import os
 import asyncpg
 from muster.retention import RetentionPolicy, keep_bounded
 from muster.service import ServiceContext
-from muster.snapshots import ObjectStoreSnapshots
 from muster.store import create_pool
 
 from services.projector.pipeline import Pipeline
@@ -48,7 +47,6 @@ async def until_database_answers(ctx: ServiceContext, attempt):
 
 async def keep_stream_bounded(ctx: ServiceContext, sink: PostgresSink, policy: RetentionPolicy, every: float):
     """Purge what the archive holds and every fold can do without, once per ``every`` seconds."""
-    store = await ObjectStoreSnapshots.open(ctx.bus.js, ctx.subjects.stream)
     while not ctx.stop.is_set():
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(ctx.stop.wait(), every)
@@ -56,7 +54,7 @@ async def keep_stream_bounded(ctx: ServiceContext, sink: PostgresSink, policy: R
             return
         try:
             archived = await sink.checkpoint()
-            await keep_bounded(ctx.bus, store, policy, archived)
+            await keep_bounded(ctx.bus, policy, archived)
         except Exception:  # noqa: BLE001 — retention waits for the next look; projection goes on
             log.warning("stream retention skipped this time", exc_info=True)
 

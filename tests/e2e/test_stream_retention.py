@@ -22,6 +22,8 @@ RETENTION_ENV = {
     "MUSTER_RETENTION_INTERVAL": "0.2",
     "MUSTER_SNAPSHOT_EVERY": "5",
     "MUSTER_SNAPSHOT_MIN_INTERVAL": "0",
+    # The folds this system runs (no node monitor: the nodes are declared, not watched).
+    "MUSTER_RETENTION_REQUIRES": "allocator-default,binder,queue-controller",
 }
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import signal
 import socket
 import time
@@ -20,14 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from muster import events as ev
+from muster import snapshotting
 from muster.agent import logs
 from muster.agent.machine import ADDRESS_LABEL
 from muster.agent.plan import Forget, Local, NodeLog, PodKey, Report, Start, Stop, decide
 from muster.agent.procs import Processes, alive, master_port, pod_env
 from muster.agent.sandbox import PodFolders, RunAs, default_pods_dir
+from muster.agent.snapshot import AgentCodec
 from muster.bus import NatsBus
 from muster.runtime.settings import Endpoints, Settings
 from muster.service import ServiceContext, rebuild_then_consume
+from muster.snapshots import ObjectStoreSnapshots
 
 log = logging.getLogger("muster.agent")
 
@@ -80,6 +84,8 @@ class Agent:
         """Node -> the address its agent registered."""
         self.draining = False
         self.boot = time.time_ns()
+        self.watermark = 0
+        """The stream sequence of the last message folded."""
 
     # -- the log ------------------------------------------------------------------------------
 
@@ -91,6 +97,7 @@ class Agent:
                     self.rank0[event.job] = event.node
                 elif isinstance(event, ev.NodeRegistered | ev.NodeUpdated):
                     self.addresses[event.node.name] = event.node.labels.get(ADDRESS_LABEL, event.node.name)
+            self.watermark = delivery.seq
         self.wake.set()
 
     def adopt(self) -> None:
@@ -286,6 +293,21 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
     s = endpoints.subjects
     pool = config.node.pool
     rebuilt = asyncio.Event()
+    # The agent's fold starts from its node's newest snapshot: the log's tail is all it reads at start.
+    snapshots = snapshotting.Snapshotter(
+        await ObjectStoreSnapshots.open(bus.js, s.stream, "agent"),
+        consumer_name(config.node.name),
+        agent,
+        AgentCodec(),
+        **snapshotting.settings(dict(os.environ)),
+    )
+    start_seq = await snapshots.restore(await bus.first_seq())
+
+    async def handle(deliveries: list, live: bool) -> None:
+        await agent.handle(deliveries, live)
+        # Only the fold changes what is imaged (decide reads the node's log, never writes it).
+        if snapshots.due(live=live):
+            await snapshots.take()
 
     async def on_rebuilt() -> None:
         agent.adopt()
@@ -302,8 +324,9 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
             ctx,
             consumer_name(config.node.name),
             [s.podgroups, s.nodes(pool), s.decisions(pool), s.pods(pool)],
-            agent.handle,
+            handle,
             on_rebuilt=on_rebuilt,
+            start_seq=start_seq,
         )
     )
     beats = asyncio.create_task(agent.heartbeats(stop))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from muster.snapshots import snapshot_bucket
 from muster.subjects import Subjects
 
 if TYPE_CHECKING:
@@ -111,10 +112,10 @@ def _lease_bucket(stream: str) -> tuple[str, ...]:
     )
 
 
-def _snapshot_store(stream: str, *, write: bool) -> tuple[str, ...]:
-    """The folds' snapshot object store (``muster.snapshots``): read it, and with ``write``, create it,
-    put, replace and delete snapshots."""
-    bucket = f"{stream}_SNAPSHOTS"
+def _snapshot_store(stream: str, *, write: bool, owner: str = "") -> tuple[str, ...]:
+    """The snapshot object store of ``owner``'s folds (``muster.snapshots.snapshot_bucket``): read it,
+    and with ``write``, create it, put, replace and delete snapshots."""
+    bucket = snapshot_bucket(stream, owner)
     obj = f"OBJ_{bucket}"
     read = (
         f"$JS.API.STREAM.INFO.{obj}",
@@ -129,6 +130,10 @@ def _snapshot_store(stream: str, *, write: bool) -> tuple[str, ...]:
     return (*read, f"$JS.API.STREAM.CREATE.{obj}", f"$JS.API.STREAM.PURGE.{obj}", f"$O.{bucket}.>")
 
 
+SNAPSHOT_OWNERS = ("", "binder", "nodewatch", "queue-controller", "agent")
+"""The logins that write snapshots, each in its own bucket (the allocator's has no owner's name)."""
+
+
 def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     """Every NATS user's allow lists for the system with this subject prefix.
 
@@ -140,9 +145,18 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     consumer = (*_jetstream_reader(stream), s.deadletter)
     logs = f"_{stream}_LOGS.*"
     publish: dict[str, tuple[str, ...]] = {
-        # The projector archives the stream, so it alone may purge what is archived (muster.retention).
-        "projector": (*consumer, f"$JS.API.STREAM.PURGE.{stream}", *_snapshot_store(stream, write=False)),
-        "queue-controller": (*consumer, s.queues),
+        # The projector archives the stream, so it alone may purge what is archived; it reads every
+        # fold's snapshots to know what the folds can do without (muster.retention).
+        "projector": (
+            *consumer,
+            f"$JS.API.STREAM.PURGE.{stream}",
+            *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_store(stream, write=False, owner=owner)),
+        ),
+        "queue-controller": (
+            *consumer,
+            s.queues,
+            *_snapshot_store(stream, write=True, owner="queue-controller"),
+        ),
         "podgrouper": (*consumer, s.podgroups),
         "allocator": (
             *consumer,
@@ -151,8 +165,13 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             *_lease_bucket(stream),
             *_snapshot_store(stream, write=True),
         ),
-        "binder": (*consumer, s.pods(">")),
-        "nodewatch": (*consumer, s.nodes(">"), s.pods(">")),
+        "binder": (*consumer, s.pods(">"), *_snapshot_store(stream, write=True, owner="binder")),
+        "nodewatch": (
+            *consumer,
+            s.nodes(">"),
+            s.pods(">"),
+            *_snapshot_store(stream, write=True, owner="nodewatch"),
+        ),
         "dashboard": _jetstream_reader(stream),
         "cli": (
             *_jetstream_reader(stream),
@@ -162,9 +181,11 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             s.nodes(">"),
             s.podgroups,
             logs,
-            *_snapshot_store(stream, write=False),
+            *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_store(stream, write=False, owner=owner)),
         ),
-        "agent": (*consumer, s.nodes(">"), s.pods(">")),
+        # Every machine agent logs in as `agent`: each can write the others' snapshots (as it can
+        # publish their pod facts), but no service's.
+        "agent": (*consumer, s.nodes(">"), s.pods(">"), *_snapshot_store(stream, write=True, owner="agent")),
         "framework": ("$JS.API.INFO", f"$JS.API.STREAM.INFO.{stream}", s.workloads),
     }
     subscribe = {user: (f"{inbox_prefix(user)}.>",) for user in publish}

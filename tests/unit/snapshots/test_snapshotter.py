@@ -1,0 +1,112 @@
+"""The Snapshotter: when a fold takes snapshots, and where it starts from after a restart."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+from muster.snapshots import DirectorySnapshots
+from muster.snapshotting import Image, Snapshotter, decoded, encode, pack, settings, unpack
+
+
+class Counter:
+    """A fold of the log that counts messages."""
+
+    def __init__(self) -> None:
+        self.watermark = 0
+        self.count = 0
+
+    def fold(self, seq: int) -> None:
+        self.watermark = seq
+        self.count += 1
+
+
+class CounterCodec:
+    format = 1
+    _decoder = msgspec.msgpack.Decoder(tuple[int, int])
+
+    def image_of(self, fold: Counter) -> Image:
+        return pack(self.format, encode((fold.watermark, fold.count)))
+
+    def restore(self, fold: Counter, data: bytes, digest: str | None = None) -> None:
+        part, _ = unpack(data, format=self.format, digest=digest, what="counter")
+        fold.watermark, fold.count = decoded(self._decoder, part, "counter")
+
+    def watermark(self, fold: Counter) -> int:
+        return fold.watermark
+
+    def summary(self, fold: Counter) -> str:
+        return f"{fold.count} messages"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def snapshotter(tmp_path, fold: Counter, clock: Clock | None = None, **kw) -> Snapshotter:
+    return Snapshotter(
+        DirectorySnapshots(tmp_path), "counter", fold, CounterCodec(), clock=clock or Clock(), **kw
+    )
+
+
+def test_a_fold_without_a_leader_takes_one_every_n_messages_and_live_not_sooner_than_the_interval(tmp_path):
+    clock = Clock()
+    fold = Counter()
+    snapshots = snapshotter(tmp_path, fold, clock, every=10, min_interval=5)
+    taken = []
+    for seq in range(1, 41):
+        fold.fold(seq)
+        live = seq > 20
+        if snapshots.due(live=live):
+            taken.append(asyncio.run(snapshots.take()).seq)
+        clock.now += 1
+    # Catching up: every 10 messages. Live: 10 messages past the newest and 5 s after the last.
+    assert taken == [10, 20, 30, 40]
+    fold2, clock2 = Counter(), Clock()
+    quick = snapshotter(tmp_path / "quick", fold2, clock2, every=2, min_interval=5)
+    live_taken = []
+    for seq in range(1, 13):
+        fold2.fold(seq)
+        if quick.due(live=True):
+            live_taken.append(asyncio.run(quick.take()).seq)
+        clock2.now += 1
+    assert live_taken == [2, 7, 12]
+
+
+def test_a_fold_with_a_leader_snapshots_live_only_while_it_leads(tmp_path):
+    fold = Counter()
+    snapshots = snapshotter(tmp_path, fold, every=1, min_interval=0)
+    fold.fold(1)
+    assert snapshots.due(live=False, leader=False)
+    assert not snapshots.due(live=True, leader=False)
+    assert snapshots.due(live=True, leader=True)
+
+
+def test_a_restarted_fold_starts_after_its_newest_snapshot(tmp_path):
+    fold = Counter()
+    snapshots = snapshotter(tmp_path, fold, every=3)
+    for seq in range(1, 8):
+        fold.fold(seq)
+        if snapshots.due(live=False):
+            asyncio.run(snapshots.take())
+    restarted = Counter()
+    again = snapshotter(tmp_path, restarted, every=3)
+    assert asyncio.run(again.restore(first_seq=1)) == 7
+    assert (restarted.watermark, restarted.count) == (6, 6) and again.newest == 6
+    # A stream that no longer holds the snapshot's tail: the fold starts from the log.
+    assert asyncio.run(snapshotter(tmp_path, Counter(), every=3).restore(first_seq=9)) == 1
+
+
+def test_zero_takes_no_snapshots_and_the_defaults_are_ten_thousand_and_ten_seconds(tmp_path):
+    fold = Counter()
+    fold.fold(10**6)
+    assert not snapshotter(tmp_path, fold, every=0).due(live=False)
+    assert settings({}) == {"every": 10000, "min_interval": 10.0}
+    assert settings({"MUSTER_SNAPSHOT_EVERY": "5", "MUSTER_SNAPSHOT_MIN_INTERVAL": "0.5"}) == {
+        "every": 5,
+        "min_interval": 0.5,
+    }
