@@ -24,7 +24,7 @@ from services.allocator.fold import fold_name
 RECORD_SLACK = 10_000
 """How far past the window to look for the records of its last cycles, at most: a cycle's record is
 published as soon as it ran, a few messages after its watermark."""
-CHUNK = 1_000
+CHUNK = 200
 
 
 @dataclass

@@ -126,7 +126,7 @@ class Snapshotter:
         *,
         every: int,
         min_interval: float = 10.0,
-        keep_recent: int = 4,
+        keep_recent: int = 64,
         config: dict | None = None,
         config_digest: str | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -213,9 +213,13 @@ class Snapshotter:
 
 
 def settings(env: dict[str, str]) -> dict[str, float | int]:
-    """``MUSTER_SNAPSHOT_EVERY`` (messages, default 10000; 0 takes none) and
-    ``MUSTER_SNAPSHOT_MIN_INTERVAL`` (seconds, default 10), as ``Snapshotter`` arguments."""
+    """``MUSTER_SNAPSHOT_EVERY`` (messages, default 10000; 0 takes none),
+    ``MUSTER_SNAPSHOT_MIN_INTERVAL`` (seconds, default 10) and ``MUSTER_SNAPSHOT_KEEP`` (the newest
+    kept whole, default 64: a window replay anywhere in their span starts at most ``every`` messages
+    before it; older ones are thinned to one per 16 × ``every`` messages), as ``Snapshotter``
+    arguments."""
     return {
         "every": int(env.get("MUSTER_SNAPSHOT_EVERY", "10000")),
         "min_interval": float(env.get("MUSTER_SNAPSHOT_MIN_INTERVAL", "10")),
+        "keep_recent": int(env.get("MUSTER_SNAPSHOT_KEEP", "64")),
     }

@@ -42,7 +42,7 @@ from muster.snapshots import ObjectStoreSnapshots
 RESTART_TARGET = 3.0
 WINDOW_TARGET = 2.0
 WINDOW = 1_000
-SNAPSHOT_EVERY = 5_000
+SNAPSHOT_EVERY = 2_000
 """Messages between snapshots in the benchmark: the tail a restart folds is at most this long."""
 FULL_SIZES = (100_000, 300_000, 1_000_000)
 QUICK_SIZES = (5_000, 20_000)

@@ -101,12 +101,10 @@ def test_a_restarted_fold_starts_after_its_newest_snapshot(tmp_path):
     assert asyncio.run(snapshotter(tmp_path, Counter(), every=3).restore(first_seq=9)) == 1
 
 
-def test_zero_takes_no_snapshots_and_the_defaults_are_ten_thousand_and_ten_seconds(tmp_path):
+def test_zero_takes_no_snapshots_and_the_defaults_are_ten_thousand_ten_seconds_and_64_kept(tmp_path):
     fold = Counter()
     fold.fold(10**6)
     assert not snapshotter(tmp_path, fold, every=0).due(live=False)
-    assert settings({}) == {"every": 10000, "min_interval": 10.0}
-    assert settings({"MUSTER_SNAPSHOT_EVERY": "5", "MUSTER_SNAPSHOT_MIN_INTERVAL": "0.5"}) == {
-        "every": 5,
-        "min_interval": 0.5,
-    }
+    assert settings({}) == {"every": 10000, "min_interval": 10.0, "keep_recent": 64}
+    given = {"MUSTER_SNAPSHOT_EVERY": "5", "MUSTER_SNAPSHOT_MIN_INTERVAL": "0.5", "MUSTER_SNAPSHOT_KEEP": "3"}
+    assert settings(given) == {"every": 5, "min_interval": 0.5, "keep_recent": 3}
