@@ -5,56 +5,22 @@ from __future__ import annotations
 import json
 
 import pytest
-from muster.bus import NatsBus
 from muster.events import BindRequested, CycleCompleted, PodBound
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
-from muster.snapshots import ObjectStoreSnapshots
 
 from services.allocator.fold import fold_name
 from tests.e2e.conftest import SERVICE_ENV, log_of, muster, run, status
+from tests.e2e.snapshot_steps import SNAPSHOT_ENV, first_jobs_running, jobs, running, snapshots_of
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 
 WITHOUT_ALLOCATOR = ("projector", "queue_controller", "podgrouper", "binder")
-SNAPSHOT_ENV = {"MUSTER_SNAPSHOT_EVERY": "5", "MUSTER_SNAPSHOT_MIN_INTERVAL": "0"}
 
 
-def jobs(tmp_path, names: list[str], gpus: int = 1):
-    docs = [
-        "apiVersion: muster.dev/v1\nkind: Job\n"
-        f"metadata: {{name: {name}}}\n"
-        f"spec: {{queue: team, pods: [{{count: 1, resources: {{gpu: {gpus}}}}}]}}\n"
-        for name in names
-    ]
-    path = tmp_path / f"{names[0]}.yaml"
-    path.write_text("---\n".join(docs))
-    return path
-
-
-CLUSTER = """\
-name: cluster
-nodes:
-  - {name: n-1, resources: {gpu: 4, cpu: 32, memory: 128Gi}}
-queues:
-  - name: team
-    resources: {gpu: {quota: 4}}
-"""
-
-
-async def snapshots_of(system) -> list[int]:
-    bus = await NatsBus.connect(system.endpoints.nats_url, system.endpoints.subjects, service="test")
-    try:
-        store = await ObjectStoreSnapshots.open(bus.js, system.endpoints.subjects.stream)
-        return sorted(m.seq for m in await store.list(fold_name("default")))
-    finally:
-        await bus.close()
-
-
-def running(system, names):
-    jobs_now = status(system)["jobs"]
-    return all(jobs_now.get(n, {}).get("status") == "running" for n in names)
+def pool_snapshots(system) -> list[int]:
+    return run(snapshots_of(system, fold_name("default")))
 
 
 def test_a_restarted_allocator_resumes_from_its_snapshot_and_places_on_what_the_snapshot_holds(
@@ -65,13 +31,8 @@ def test_a_restarted_allocator_resumes_from_its_snapshot_and_places_on_what_the_
     )
     with running_system(settings, services=WITHOUT_ALLOCATOR, service_env=SERVICE_ENV) as live:
         live.start_service("allocator", env={**SNAPSHOT_ENV, "MUSTER_INSTANCE": "first"})
-        cluster = tmp_path / "cluster.yaml"
-        cluster.write_text(CLUSTER)
-        muster(live, "apply", "-f", str(cluster))
-        first = [f"first-{i}" for i in range(3)]
-        muster(live, "submit", "-f", str(jobs(tmp_path, first)))
-        wait_for(lambda: running(live, first), what="the first jobs running")
-        wait_for(lambda: run(snapshots_of(live)), what="a snapshot of the pool")
+        first = first_jobs_running(live, tmp_path)
+        wait_for(lambda: pool_snapshots(live), what="a snapshot of the pool")
         live.stop_service("allocator")
 
         # Only one GPU is left: a restarted allocator that forgot the first jobs would place two.
@@ -92,7 +53,7 @@ def test_a_restarted_allocator_resumes_from_its_snapshot_and_places_on_what_the_
         assert whole["divergences"] == 0 and whole["snapshot_mismatches"] == []
         assert whole["snapshots_checked"] >= 1
         watermarks = sorted(e.watermark for e in events if isinstance(e, CycleCompleted))
-        taken = run(snapshots_of(live))
+        taken = pool_snapshots(live)
         before = max(seq for seq in taken if seq < watermarks[-1])
         first_inside = min(w for w in watermarks if w > before)
         window = json.loads(muster(live, "replay", "--from", str(before + 1), "--json").stdout)

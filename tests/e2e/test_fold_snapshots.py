@@ -5,28 +5,15 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from muster.bus import NatsBus
 from muster.events import PodBound, QueueUpserted
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
-from muster.snapshots import ObjectStoreSnapshots
 
 from tests.e2e.conftest import SERVICE_ENV, events_on, log_of, muster, run, status
-from tests.e2e.test_allocator_snapshots import CLUSTER, jobs, running
+from tests.e2e.snapshot_steps import CLUSTER, SNAPSHOT_ENV, first_jobs_running, jobs, running, snapshots_of
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
-
-SNAPSHOT_ENV = {"MUSTER_SNAPSHOT_EVERY": "5", "MUSTER_SNAPSHOT_MIN_INTERVAL": "0"}
-
-
-async def snapshots_of(system, owner: str) -> list[int]:
-    bus = await NatsBus.connect(system.endpoints.nats_url, system.endpoints.subjects, service="test")
-    try:
-        store = await ObjectStoreSnapshots.open(bus.js, system.endpoints.subjects.stream, owner)
-        return sorted(m.seq for m in await store.list(owner))
-    finally:
-        await bus.close()
 
 
 def settings_for(tmp_path, servers, prefix) -> Settings:
@@ -39,13 +26,8 @@ def test_a_restarted_binder_resumes_from_its_snapshot_and_confirms_no_bind_twice
         settings_for(tmp_path, servers, prefix), services=others, service_env=SERVICE_ENV
     ) as live:
         live.start_service("binder", env=SNAPSHOT_ENV)
-        cluster = tmp_path / "cluster.yaml"
-        cluster.write_text(CLUSTER)
-        muster(live, "apply", "-f", str(cluster))
-        first = [f"first-{i}" for i in range(3)]
-        muster(live, "submit", "-f", str(jobs(tmp_path, first)))
-        wait_for(lambda: running(live, first), what="the first jobs running")
-        wait_for(lambda: run(snapshots_of(live, "binder")), what="a snapshot of the binder")
+        first = first_jobs_running(live, tmp_path)
+        wait_for(lambda: run(snapshots_of(live, "binder", "binder")), what="a snapshot of the binder")
         live.stop_service("binder")
 
         # Binds decided while no binder runs wait on the log for the restarted one.
@@ -76,7 +58,10 @@ def test_a_restarted_queue_controller_reads_its_book_from_its_snapshot(tmp_path,
         # The book is read, and a snapshot taken, at start.
         live.stop_service("queue_controller")
         live.start_service("queue_controller", key="qc-2", env=SNAPSHOT_ENV)
-        wait_for(lambda: run(snapshots_of(live, "queue-controller")), what="a snapshot of the book")
+        wait_for(
+            lambda: run(snapshots_of(live, "queue-controller", "queue-controller")),
+            what="a snapshot of the book",
+        )
         live.stop_service("qc-2")
         live.start_service("queue_controller", key="qc-3", env=SNAPSHOT_ENV)
         wait_for(

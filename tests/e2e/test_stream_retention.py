@@ -10,7 +10,7 @@ from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
 
 from tests.e2e.conftest import SERVICE_ENV, muster, run, status
-from tests.e2e.test_allocator_snapshots import CLUSTER, jobs, running
+from tests.e2e.snapshot_steps import first_jobs_running, jobs, running
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
@@ -43,12 +43,7 @@ def test_a_purged_stream_still_restarts_the_allocator_and_the_archive_replays_al
     )
     with running_system(settings, services=WITHOUT_ALLOCATOR, service_env=RETENTION_ENV) as live:
         live.start_service("allocator", env={"MUSTER_INSTANCE": "first"})
-        cluster = tmp_path / "cluster.yaml"
-        cluster.write_text(CLUSTER)
-        muster(live, "apply", "-f", str(cluster))
-        first = [f"first-{i}" for i in range(3)]
-        muster(live, "submit", "-f", str(jobs(tmp_path, first)))
-        wait_for(lambda: running(live, first), what="the first jobs running")
+        first_jobs_running(live, tmp_path)
         wait_for(lambda: run(first_seq(live)) > 1, what="the stream purged below its snapshot")
         live.stop_service("allocator")
 
