@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
@@ -223,3 +224,18 @@ def settings(env: dict[str, str]) -> dict[str, float | int]:
         "min_interval": float(env.get("MUSTER_SNAPSHOT_MIN_INTERVAL", "10")),
         "keep_recent": int(env.get("MUSTER_SNAPSHOT_KEEP", "64")),
     }
+
+
+async def restored(bus, name: str, fold, codec: Codec, *, owner: str) -> tuple[Snapshotter, int]:
+    """A service fold's ``Snapshotter``, over ``owner``'s store and the environment's settings, with
+    the newest usable snapshot restored into ``fold``; and the stream sequence to fold on from."""
+    from muster.snapshots import ObjectStoreSnapshots
+
+    snapshots = Snapshotter(
+        await ObjectStoreSnapshots.open(bus.js, bus.subjects.stream, owner),
+        name,
+        fold,
+        codec,
+        **settings(dict(os.environ)),
+    )
+    return snapshots, await snapshots.restore(await bus.first_seq())

@@ -8,13 +8,10 @@ it, so a restart neither loses a decision nor confirms one twice.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 from muster import snapshotting
 from muster.service import ServiceContext, rebuild_then_consume
-from muster.snapshots import ObjectStoreSnapshots
-from muster.snapshotting import Snapshotter
 
 from services.binder.handlers import BinderHandlers
 from services.binder.sim import SimFleet
@@ -27,14 +24,9 @@ async def run(ctx: ServiceContext) -> None:
     s = ctx.subjects
     handlers = BinderHandlers(ctx.bus, s, SimFleet(), clock=time.time, metrics=ctx.metrics)
     subjects = [s.nodes("*"), s.podgroups, s.decisions("*"), s.pods("*")]
-    snapshots = Snapshotter(
-        await ObjectStoreSnapshots.open(ctx.bus.js, s.stream, "binder"),
-        "binder",
-        handlers,
-        BinderCodec(),
-        **snapshotting.settings(dict(os.environ)),
+    snapshots, start_seq = await snapshotting.restored(
+        ctx.bus, "binder", handlers, BinderCodec(), owner="binder"
     )
-    start_seq = await snapshots.restore(await ctx.bus.first_seq())
 
     async def handle(deliveries, live: bool) -> None:
         await handlers.handle(deliveries, live)

@@ -30,7 +30,7 @@ from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 from services.binder import sim
 from services.binder.handlers import BinderHandlers
 
-FORMAT = 1
+FORMAT = 2
 
 NOT_IMAGED = {
     BinderHandlers: {
@@ -74,21 +74,12 @@ class JobImage(msgspec.Struct, array_like=True):
     workload_uid: str
 
 
-class AdoptionImage(msgspec.Struct, array_like=True):
-    job: str
-    pod: int
-    node: str
-    gpus: list[int]
-    started_at: float
-    pool: str
-
-
 class RequestImage(msgspec.Struct, array_like=True):
     kind: str
     job: str
     pod: int
     decision: ev.BindRequested | ev.EvictionRequested | None = None
-    adoption: AdoptionImage | None = None
+    adoption: sim._Adoption | None = None
 
 
 class FleetImage(msgspec.Struct, kw_only=True):
@@ -96,7 +87,7 @@ class FleetImage(msgspec.Struct, kw_only=True):
     jobs: dict[str, JobImage]
     bound: list[sim.BoundPod]
     requests: list[RequestImage]
-    adoptions: list[tuple[str, str, list[AdoptionImage]]]
+    adoptions: list[tuple[str, str, list[sim._Adoption]]]
     due: list[tuple[float, tuple[str, int], float]]
     agent_nodes: list[str]
     finished: dict[str, list[int]]
@@ -121,14 +112,6 @@ _binder = msgspec.msgpack.Decoder(BinderImage)
 _local = msgspec.msgpack.Decoder(LocalImage)
 
 
-def _adoption(a: sim._Adoption) -> AdoptionImage:
-    return AdoptionImage(a.job, a.pod, a.node, list(a.gpus), a.started_at, a.pool)
-
-
-def _from_adoption(a: AdoptionImage) -> sim._Adoption:
-    return sim._Adoption(a.job, a.pod, a.node, list(a.gpus), a.started_at, a.pool)
-
-
 def _runs(pods: tuple[sim._PodRequest, ...]) -> list[tuple[ev.Resources, int]]:
     out: list[tuple[ev.Resources, int]] = []
     for request, _shared in pods:
@@ -143,7 +126,7 @@ def fleet_image(fleet: sim.SimFleet) -> FleetImage:
     requests = []
     for (kind, (job, pod)), request in fleet._requests.items():
         if type(request) is sim._Adoption:
-            requests.append(RequestImage(kind, job, pod, adoption=_adoption(request)))
+            requests.append(RequestImage(kind, job, pod, adoption=request))
         else:
             requests.append(RequestImage(kind, job, pod, decision=request))
     bound = fleet._bound
@@ -172,8 +155,7 @@ def fleet_image(fleet: sim.SimFleet) -> FleetImage:
         bound=[bound[key] for key in sorted(bound)],
         requests=requests,
         adoptions=[
-            (job, submission, [_adoption(a) for a in waiting])
-            for (job, submission), waiting in fleet._adoptions.items()
+            (job, submission, list(waiting)) for (job, submission), waiting in fleet._adoptions.items()
         ],
         due=due,
         agent_nodes=sorted(fleet._agent_nodes),
@@ -200,16 +182,12 @@ def restore_fleet(fleet: sim.SimFleet, i: FleetImage) -> None:
         jobs[name] = sim._Job(pods=tuple(pods), duration=j.duration, workload_uid=j.workload_uid)
     requests: dict = {}
     for r in i.requests:
-        requests[(r.kind, (r.job, r.pod))] = (
-            _from_adoption(r.adoption) if r.adoption is not None else r.decision
-        )
+        requests[(r.kind, (r.job, r.pod))] = r.adoption if r.adoption is not None else r.decision
     fleet._nodes = nodes
     fleet._jobs = jobs
     fleet._bound = {(p.job, p.pod): p for p in i.bound}
     fleet._requests = requests
-    fleet._adoptions = {
-        (job, submission): [_from_adoption(a) for a in waiting] for job, submission, waiting in i.adoptions
-    }
+    fleet._adoptions = {(job, submission): list(waiting) for job, submission, waiting in i.adoptions}
     due = [(at, (key[0], key[1]), started) for at, key, started in i.due]
     heapq.heapify(due)
     fleet._due = due

@@ -14,8 +14,6 @@ import time
 
 from muster import snapshotting
 from muster.service import ServiceContext, rebuild_then_consume
-from muster.snapshots import ObjectStoreSnapshots
-from muster.snapshotting import Snapshotter
 
 from services.nodewatch.snapshot import NodeWatchCodec
 from services.nodewatch.watch import NodeWatch
@@ -27,14 +25,9 @@ async def run(ctx: ServiceContext) -> None:
     s = ctx.subjects
     rebuilt = asyncio.Event()
     published: set[str] = set()
-    snapshots = Snapshotter(
-        await ObjectStoreSnapshots.open(ctx.bus.js, s.stream, "nodewatch"),
-        "nodewatch",
-        watch,
-        NodeWatchCodec(),
-        **snapshotting.settings(dict(os.environ)),
+    snapshots, start_seq = await snapshotting.restored(
+        ctx.bus, "nodewatch", watch, NodeWatchCodec(), owner="nodewatch"
     )
-    start_seq = await snapshots.restore(await ctx.bus.first_seq())
 
     async def handle(deliveries: list, live: bool) -> None:
         now = time.time()

@@ -16,13 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 
 from muster import snapshotting
 from muster.bus import Delivery
 from muster.events import DeleteQueue, QueueSpec, UpsertQueue
 from muster.service import ServiceContext
-from muster.snapshots import ObjectStoreSnapshots
 
 from services.podgrouper.metadata import DEFAULT_QUEUE as FALLBACK_QUEUE
 from services.queue_controller.decide import Book, decide, evolve
@@ -50,14 +48,10 @@ async def load_book(ctx: ServiceContext, fold: QueueBook | None = None, start_se
 
 async def run(ctx: ServiceContext) -> None:
     fold = QueueBook()
-    snapshots = snapshotting.Snapshotter(
-        await ObjectStoreSnapshots.open(ctx.bus.js, ctx.subjects.stream, "queue-controller"),
-        "queue-controller",
-        fold,
-        QueueBookCodec(),
-        **snapshotting.settings(dict(os.environ)),
+    snapshots, start_seq = await snapshotting.restored(
+        ctx.bus, "queue-controller", fold, QueueBookCodec(), owner="queue-controller"
     )
-    book = await load_book(ctx, fold, await snapshots.restore(await ctx.bus.first_seq()))
+    book = await load_book(ctx, fold, start_seq)
     if snapshots.due(live=False):
         await snapshots.take()
     if not book:

@@ -7,11 +7,10 @@ import asyncio
 import pytest
 from muster import events as ev
 from muster.agent.runtime import consumer_name
-from muster.bus import NatsBus
-from muster.snapshots import ObjectStoreSnapshots
 
 from tests.agent.conftest import events, queues
 from tests.agent.test_live import alive, of_type, registered, run_probe, starts
+from tests.e2e import snapshot_steps
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
@@ -20,17 +19,7 @@ SNAPSHOT_ENV = {"MUSTER_SNAPSHOT_EVERY": "5", "MUSTER_SNAPSHOT_MIN_INTERVAL": "0
 
 
 def snapshots_of(system, owner: str, fold: str) -> list[int]:
-    """Sequences of ``fold``'s snapshots, read as the CLI login."""
-
-    async def read() -> list[int]:
-        bus = await NatsBus.connect(system.endpoints.nats_url, system.endpoints.subjects, service="test")
-        try:
-            store = await ObjectStoreSnapshots.open(bus.js, system.endpoints.subjects.stream, owner)
-            return sorted(m.seq for m in await store.list(fold))
-        finally:
-            await bus.close()
-
-    return asyncio.run(read())
+    return asyncio.run(snapshot_steps.snapshots_of(system, fold, owner))
 
 
 def restart_nodewatch(system) -> str:

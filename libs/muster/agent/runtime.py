@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import signal
 import socket
 import time
@@ -31,7 +30,6 @@ from muster.agent.snapshot import AgentCodec
 from muster.bus import NatsBus
 from muster.runtime.settings import Endpoints, Settings
 from muster.service import ServiceContext, rebuild_then_consume
-from muster.snapshots import ObjectStoreSnapshots
 
 log = logging.getLogger("muster.agent")
 
@@ -294,14 +292,9 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
     pool = config.node.pool
     rebuilt = asyncio.Event()
     # The agent's fold starts from its node's newest snapshot: the log's tail is all it reads at start.
-    snapshots = snapshotting.Snapshotter(
-        await ObjectStoreSnapshots.open(bus.js, s.stream, "agent"),
-        consumer_name(config.node.name),
-        agent,
-        AgentCodec(),
-        **snapshotting.settings(dict(os.environ)),
+    snapshots, start_seq = await snapshotting.restored(
+        bus, consumer_name(config.node.name), agent, AgentCodec(), owner="agent"
     )
-    start_seq = await snapshots.restore(await bus.first_seq())
 
     async def handle(deliveries: list, live: bool) -> None:
         await agent.handle(deliveries, live)

@@ -88,7 +88,19 @@ async def _warm_up(client: Client, conn: asyncpg.Connection) -> None:
         await asyncio.sleep(0.05)
 
 
-class BoundWatch:
+class _Follower:
+    """A reader of the stream running beside the benchmark until ``stop``."""
+
+    _task: asyncio.Task | None = None
+
+    async def stop(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class BoundWatch(_Follower):
     """Follows the binder's confirmations on the stream: how many of the run's pods are bound, and the
     stream position of the message that confirmed the last of them.
 
@@ -102,7 +114,6 @@ class BoundWatch:
         self.complete_seq: int | None = None
         self.complete_at: float | None = None
         """When the last confirmation was seen on the stream (before Postgres had it)."""
-        self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
         sub = await self.client.bus.js.subscribe(self.client.subjects.pods("*"), ordered_consumer=True)
@@ -120,12 +131,6 @@ class BoundWatch:
                     self.complete_at = time.time()
         finally:
             await sub.unsubscribe()
-
-    async def stop(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
 
 async def _projected_to(conn: asyncpg.Connection) -> int:
@@ -334,7 +339,7 @@ FAILOVER_TARGET_S = 2.0  # issue #17: the standby's first decision at most this 
 FAILOVER_TTLS = (1.5, 5.0)  # a lease short enough for the target, and the default
 
 
-class DecisionWatch:
+class DecisionWatch(_Follower):
     """Follows a pool's decisions subject from a stream position on, noting when the stream stored
     the election of a given epoch and the first bind decided under it.
 
@@ -347,7 +352,6 @@ class DecisionWatch:
         self.elected_at: float | None = None
         self.first_bind_at: float | None = None
         self.done = asyncio.Event()
-        self._task: asyncio.Task | None = None
 
     async def start(self) -> None:
         from nats.js import api
@@ -375,12 +379,6 @@ class DecisionWatch:
             self.done.set()
         finally:
             await sub.unsubscribe()
-
-    async def stop(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
 
 async def _lease_reader(system) -> NatsBus:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
 from services.allocator.fold import AllocatorFold
 from services.allocator.state import ClusterState
+from tests.unit.snapshots.logs import digests_under_two_hash_seeds
 
 GOLDEN = Path(__file__).parents[2] / "golden" / "demo-4-nodes-30-jobs.jsonl"
 
@@ -128,16 +126,5 @@ def test_the_digest_does_not_depend_on_the_process_string_hashing():
         "for m in load_log(GOLDEN): f.fold(m.seq, m.events)\n"
         "print(codec.digest_of(f))\n"
     )
-    root = Path(__file__).parents[3]
-    digests = {
-        subprocess.run(
-            [sys.executable, "-c", script],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            cwd=root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("1", "2")
-    }
+    digests = digests_under_two_hash_seeds(script)
     assert len(digests) == 1

@@ -132,3 +132,31 @@ def test_the_digest_does_not_depend_on_the_process_string_hashing():
         "print(codec.digest_of(fold(new_binder(), binder_messages())))\n"
     )
     assert len(digests_under_two_hash_seeds(script)) == 1
+
+
+def test_pods_handed_over_running_survive_a_restore_and_are_answered_alike(messages):
+    from muster import events as ev
+    from muster.replay import LoggedMessage
+
+    node = next(e.node.name for m in messages for e in m.events if isinstance(e, ev.NodeRegistered))
+    last = messages[-1].seq
+    handed = [
+        # One pod of a group the log has not made yet (it waits), one of a group it is about to make.
+        LoggedMessage(
+            last + 1,
+            S.pods("default"),
+            [
+                ev.AdoptPods(pods=[ev.AdoptedPod(job="later", pod=0, node=node, gpus=[0], started_at=5.0)]),
+                ev.AdoptPods(pods=[ev.AdoptedPod(job="known", pod=0, node=node, gpus=[1], started_at=6.0)]),
+            ],
+        ),
+        LoggedMessage(
+            last + 2,
+            S.podgroups,
+            [ev.PodGroupCreated(name="known", queue="q", pods=[ev.PodSpec(resources=ev.Resources(gpu=1.0))])],
+        ),
+    ]
+    whole = fold(new_binder(), [*messages, *handed])
+    restored = restored_at([*messages, *handed], len(messages) + 2)
+    assert codec.image_of(restored) == codec.image_of(whole)
+    assert restored.fleet.step(1e12) == whole.fleet.step(1e12)
