@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from pathlib import Path
 
 from prometheus_client import (
@@ -113,4 +114,8 @@ def record_port(home: Path, service: str, port: int) -> None:
     """Where ``muster up`` users (and tests) find each service's HTTP port."""
     folder = home / "http"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{service}.json").write_text(json.dumps({"url": f"http://127.0.0.1:{port}"}))
+    # Written aside and renamed into place: a reader never finds the file there but still empty.
+    target = folder / f"{service}.json"
+    partial = folder / f".{service}.json.{os.getpid()}"
+    partial.write_text(json.dumps({"url": f"http://127.0.0.1:{port}"}))
+    partial.replace(target)
