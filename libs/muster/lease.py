@@ -1,7 +1,8 @@
 """Leader leases in a JetStream key-value bucket, one key per node pool.
 
 The holder renews before ``ttl`` runs out, each write conditional on the
-revision it last saw; a standby takes the lease once it has lapsed. Each
+revision it last saw; a standby takes the lease once it has lapsed, or
+sooner once it has seen the holder's process gone (``muster.liveness``). Each
 new holder gets an epoch above both the lease's last one and the highest
 the log has seen (the bucket may have been lost and recreated, the log
 never is), which every decision carries: the binder refuses decisions of
@@ -68,17 +69,20 @@ class Lease:
         self.others_expire: float | None = None
         """When the lease another holder last wrote lapses, as the last look that found it held saw it:
         a standby need not look again before then."""
+        self.others_holder: str | None = None
+        """Who held the lease at that look."""
 
     def _value(self, epoch: int) -> bytes:
         self.expires = self.clock() + self.ttl
         return msgspec.json.encode(LeaseRecord(self.holder, epoch, self.expires))
 
-    async def acquire(self, log_epoch: int = 0) -> Held | None:
+    async def acquire(self, log_epoch: int = 0, *, gone: str | None = None) -> Held | None:
         """Take the lease if nobody holds it (or its holder let it lapse); None if someone does,
         or the server does not answer (it may be restarting).
 
         ``log_epoch`` is the highest epoch the log has seen for the pool: the epoch taken is
-        above it as well as above the lease's last one.
+        above it as well as above the lease's last one. ``gone``: a holder known to be dead, whose
+        lease is taken before it lapses (if it still holds it: the write is conditional as ever).
         """
         try:
             entry = await self.kv.get(self.key)
@@ -93,14 +97,14 @@ class Lease:
                 self.held = Held(epoch=epoch, revision=revision, previous=None)
                 return self.held
             record = msgspec.json.decode(entry.value, type=LeaseRecord)
-            if record.holder != self.holder and record.expires > self.clock():
-                self.others_expire = record.expires
+            if record.holder not in (self.holder, gone) and record.expires > self.clock():
+                self.others_expire, self.others_holder = record.expires, record.holder
                 return None
-            self.others_expire = None
+            self.others_expire = self.others_holder = None
             epoch = next_epoch(record.epoch, log_epoch)
             revision = await self.kv.update(self.key, self._value(epoch), last=entry.revision)
         except (KeyWrongLastSequenceError, msgspec.DecodeError, *UNANSWERED):
-            self.others_expire = None
+            self.others_expire = self.others_holder = None
             return None  # another standby won the race, the record is unreadable, or no answer: try later
         except Exception as exc:  # create() on an existing key reports it as an API error
             if "wrong last sequence" in str(exc).lower() or "key exists" in str(exc).lower():

@@ -62,6 +62,11 @@ def _allowed(prefix: str, subject: str) -> frozenset[str]:
     return frozenset()
 
 
+def _token(name: str) -> str:
+    """``name`` as one subject token: characters NATS reads as separators or wildcards replaced."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
 @dataclass(frozen=True)
 class Subjects:
     """Subject and stream names under one prefix (one prefix per system)."""
@@ -133,8 +138,12 @@ class Subjects:
 
         Outside the stream's subjects on purpose: log chunks are not facts.
         """
-        token = "".join(c if c.isalnum() or c in "-_" else "_" for c in node)
-        return f"_{self.stream}_LOGS.{token}"
+        return f"_{self.stream}_LOGS.{_token(node)}"
+
+    def alive(self, pool: str, instance: str) -> str:
+        """Core NATS subject where an allocator instance of ``pool`` answers "are you there?"
+        (``muster.liveness``). Outside the stream's subjects on purpose: presence is not a fact."""
+        return f"_{self.stream}_ALIVE.{_token(pool)}.{_token(instance)}"
 
     @property
     def deadletter(self) -> str:

@@ -7,12 +7,12 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import msgspec
 import yaml
-from muster import snapshotting
+from muster import liveness, snapshotting
 from muster.lease import Lease, lease_bucket
 from muster.service import ServiceContext, rebuild_then_consume
 from muster.snapshots import ObjectStoreSnapshots
@@ -52,8 +52,13 @@ def load_config(env: dict[str, str]) -> AllocatorConfig:
     return msgspec.convert(data, AllocatorConfig)
 
 
-async def tend_lease(handlers: AllocatorHandlers, lease: Lease) -> None:
-    """One look at the lease: keep it, give it up, or take it at an epoch above every one the log has seen."""
+async def tend_lease(
+    handlers: AllocatorHandlers, lease: Lease, gone: Callable[[str], Awaitable[bool]] | None = None
+) -> None:
+    """One look at the lease: keep it, give it up, or take it at an epoch above every one the log has seen.
+
+    ``gone(holder)``: whether the holder's process is known to be dead (``muster.liveness``); a
+    standby then takes the lease without waiting for it to lapse."""
     log_epoch = handlers.fold.log_epoch
     if handlers.leader:
         if log_epoch > handlers.epoch:
@@ -73,12 +78,21 @@ async def tend_lease(handlers: AllocatorHandlers, lease: Lease) -> None:
             handlers.step_down()
         return
     held = await lease.acquire(log_epoch)
+    holder = lease.others_holder
+    if held is None and holder is not None and gone is not None and await gone(holder):
+        log.warning("pool %s: the lease's holder %s is gone; taking over", handlers.pool, holder)
+        held = await lease.acquire(log_epoch, gone=holder)
     if held is not None:
         await handlers.become_leader(held.epoch, lease.holder, held.previous)
 
 
 LOOK_AFTER_EXPIRY = 0.01
 """Seconds after a held lease's expiry at which a standby looks again (clock resolution, no more)."""
+PROBE_EVERY = 0.2
+"""Seconds between a standby's looks while another instance holds the lease: each asks whether the
+holder is still there, so a holder that crashed is replaced this soon, at any ttl."""
+PROBE_TIMEOUT = 0.5
+"""Seconds a probe waits for the holder's answer; no answer in time reads as alive (a busy holder)."""
 RENEW_BEFORE_CYCLE = 0.9
 """A leader renews before a cycle once less than this share of the ttl is left, so a cycle (up to
 most of a ttl) cannot let the lease lapse in the middle of it."""
@@ -87,16 +101,20 @@ most of a ttl) cannot let the lease lapse in the middle of it."""
 class LeaseSchedule:
     """When an allocator looks at its pool's lease next.
 
-    Every ``ttl / 3`` in any case. A standby that found the lease held looks again right after the
-    expiry it read, not up to ``ttl / 3`` later: a dead leader's lease is taken as soon as it lapses.
+    Every ``ttl / 3`` in any case. A standby that found the lease held looks again every
+    ``probe_every`` (each look asks whether the holder is still there), and at the latest right after
+    the expiry it read: a dead leader's lease is taken as soon as its death is seen, or it lapses.
     A leader also renews before each cycle when part of the lease is used up: the loop renews only
     between cycles, and a long cycle would otherwise run past a short lease's expiry, letting a
     standby take over from a leader that is alive. Neither changes who may hold the lease or when
     (expiry and fencing by epoch stay as they are), only how soon each look happens.
     """
 
-    def __init__(self, ttl: float, monotonic: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, ttl: float, monotonic: Callable[[], float] = time.monotonic, probe_every: float | None = None
+    ):
         self.ttl = ttl
+        self.probe_every = probe_every
         self.monotonic = monotonic
         self.next_look = 0.0
 
@@ -110,6 +128,8 @@ class LeaseSchedule:
         if not leader and lease.others_expire is not None:
             until_lapse = lease.others_expire - lease.clock() + LOOK_AFTER_EXPIRY
             delay = min(delay, max(0.0, until_lapse))
+            if self.probe_every is not None:
+                delay = min(delay, self.probe_every)
         self.next_look = now + delay
 
     def renew_first(self, lease: Lease) -> bool:
@@ -144,6 +164,13 @@ async def run(ctx: ServiceContext) -> None:
         ctx.bus, ctx.subjects, engine, clock=time.time, pool=pool, metrics=ctx.metrics
     )
     lease = Lease(await lease_bucket(ctx.bus.js, ctx.subjects.stream), pool, instance, ttl)
+    # Every instance answers for itself from the start: a standby asks the holder before waiting out
+    # its lease.
+    await liveness.answer_probes(ctx.bus.nc, ctx.subjects.alive(pool, instance))
+
+    async def holder_gone(holder: str) -> bool:
+        return await liveness.gone(ctx.bus.nc, ctx.subjects.alive(pool, holder), min(PROBE_TIMEOUT, ttl / 3))
+
     # Only a snapshot taken under this very configuration is restored: another would have folded the
     # log differently. Each records its configuration, for replay to start from it.
     snapshots = Snapshotter(
@@ -184,7 +211,7 @@ async def run(ctx: ServiceContext) -> None:
             start_seq=start_seq,
         )
     )
-    schedule = LeaseSchedule(ttl)
+    schedule = LeaseSchedule(ttl, probe_every=PROBE_EVERY)
     try:
         while not ctx.stop.is_set() and not consumer.done():
             await asyncio.sleep(interval)
@@ -194,7 +221,7 @@ async def run(ctx: ServiceContext) -> None:
             if schedule.due() or (
                 handlers.leader and handlers.ready(handlers.clock()) and schedule.renew_first(lease)
             ):
-                await tend_lease(handlers, lease)
+                await tend_lease(handlers, lease, holder_gone)
                 schedule.looked(lease, handlers.leader)
             if handlers.leader:
                 started = time.monotonic()

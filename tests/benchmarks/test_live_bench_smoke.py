@@ -33,10 +33,10 @@ def test_replay_bench_replays_a_simulated_history_without_divergence():
 
 @pytest.mark.nats
 @pytest.mark.postgres
-def test_failover_bench_splits_kill_to_first_decision_into_lapse_takeover_and_first_cycle():
-    doc = run_failover(20, 200, ttl=1.5)
-    assert doc["bound"] == 200 and doc["lease_ttl"] == 1.5 and doc["target"] == 2.0
-    parts = doc["lease_lapse_s"] + doc["takeover_s"] + doc["first_cycle_s"]
-    assert doc["value"] == pytest.approx(parts, abs=0.01)
-    # the dead leader renewed at most a third of a ttl before it died, and never wrote past one ttl
-    assert 0 < doc["lease_lapse_s"] <= 1.5 and doc["takeover_s"] >= 0 and doc["first_cycle_s"] > 0
+def test_failover_bench_splits_kill_to_first_decision_into_takeover_and_first_cycle():
+    doc = run_failover(20, 200)
+    assert doc["bound"] == 200 and doc["lease_ttl"] == 5.0 and doc["target"] == 2.0
+    assert doc["value"] == pytest.approx(doc["takeover_s"] + doc["first_cycle_s"], abs=0.01)
+    assert doc["takeover_s"] > 0 and doc["first_cycle_s"] > 0
+    # the standby saw the leader gone: it did not wait for the lease, which still ran for seconds
+    assert doc["lease_left_at_takeover_s"] > 0

@@ -1,4 +1,5 @@
-"""Two pools, two allocators each: the leader of one pool dies, its standby takes over, nothing binds twice."""
+"""Two pools, two allocators each: the leader of one pool dies, its standby takes over at once (long
+before the dead leader's lease lapses), nothing binds twice."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from tests.polling import wait_for
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
 
 WITHOUT_ALLOCATOR = ("projector", "queue_controller", "podgrouper", "binder")
-LEASE_TTL = 2.0
+LEASE_TTL = 60.0
+"""Long on purpose: a leader renews every third of it, so a dead leader's lease runs on for at least
+40 s after the kill. A takeover sooner than that comes from seeing the leader gone, not from the lapse."""
+SEEN_GONE_WITHIN = 30.0
 
 
 def leaders(system) -> list[LeaderElected]:
@@ -62,6 +66,13 @@ def test_the_standby_takes_over_a_dead_leaders_pool_and_every_job_binds_exactly_
         dead = elected["a"].holder
         live.stop_service(f"allocator-{dead}", sig=signal.SIGKILL)
 
+        takeover = wait_for(
+            lambda: [e for e in leaders(live) if e.pool == "a" and e.epoch == 2],
+            timeout=SEEN_GONE_WITHIN,
+            what="the standby taking over while the dead leader's lease still runs",
+        )
+        assert len(takeover) == 1 and takeover[0].holder != dead and takeover[0].previous == dead
+
         muster(live, "submit", "-f", str(second_wave(tmp_path)))
         names = first + [f"{p}-second-{i}" for p in "ab" for i in range(3)]
         wait_for(
@@ -69,8 +80,7 @@ def test_the_standby_takes_over_a_dead_leaders_pool_and_every_job_binds_exactly_
             timeout=60,
             what="every job running after failover",
         )
-        takeover = [e for e in leaders(live) if e.pool == "a" and e.epoch == 2]
-        assert len(takeover) == 1 and takeover[0].holder != dead and takeover[0].previous == dead
+        assert len([e for e in leaders(live) if e.pool == "a" and e.epoch == 2]) == 1
         assert [e.epoch for e in leaders(live) if e.pool == "b"] == [1]
 
         log = run(log_of(live))

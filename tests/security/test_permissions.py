@@ -100,10 +100,18 @@ def test_nobody_may_read_every_inbox_or_publish_into_one():
         assert not may_publish(user, f"{inbox_prefix('cli')}.abc.1"), user
 
 
-def test_only_agents_may_answer_requests_and_only_on_the_reply_subject_they_received():
-    assert {u for u in NATS_USERS if PERMISSIONS[u].allow_responses} == {"agent"}
+def test_only_agents_and_allocators_may_answer_requests_and_only_on_the_reply_subject_they_received():
+    assert {u for u in NATS_USERS if PERMISSIONS[u].allow_responses} == {"agent", "allocator"}
     assert "allow_responses: true" in render_permissions(PERMISSIONS["agent"])
     assert "allow_responses" not in render_permissions(PERMISSIONS["cli"])
+
+
+def test_only_allocators_ask_after_each_other_and_answer():
+    alive = S.alive("default", "a1")
+    assert {u for u in NATS_USERS if any(subject_matches(p, alive) for p in PERMISSIONS[u].subscribe)} == {
+        "allocator"
+    }
+    assert publishers(alive) == {"allocator"}
 
 
 def test_only_agents_listen_for_log_requests_and_only_the_cli_sends_them():

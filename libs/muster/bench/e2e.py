@@ -336,7 +336,9 @@ def stage(what: str) -> None:
 
 
 FAILOVER_TARGET_S = 2.0  # issue #17: the standby's first decision at most this long after the kill
-FAILOVER_TTLS = (1.5, 5.0)  # a lease short enough for the target, and the default
+FAILOVER_TTL = 5.0
+"""The allocator's default lease: a standby sees a killed leader gone (``muster.liveness``) long
+before its lease lapses, so the ttl no longer sets how soon it takes over."""
 
 
 class DecisionWatch(_Follower):
@@ -439,7 +441,7 @@ async def _failover(system, nodes: int, pods: int, ttl: float) -> dict:
         await watch.start()
         killed = time.time()
         system.stop_service(f"allocator-{lease.holder}", sig=signal.SIGKILL)
-        # What the dead leader last wrote: the lease lapses then, whatever the standby does.
+        # What the dead leader last wrote: its lease lapses then, if the standby has not taken it before.
         lapses = (await _leader(leases, "default")).expires
         for b in range(half, pods, SUBMISSION_BATCH):
             await client.submit(jobs[b : b + SUBMISSION_BATCH], submitted_at=time.time(), uid=f"bench/{b}")
@@ -460,12 +462,12 @@ async def _failover(system, nodes: int, pods: int, ttl: float) -> dict:
             "nodes": nodes,
             "pods": pods,
             "lease_ttl": ttl,
-            # the three parts: the dead leader's lease running out, the standby noticing and taking it,
-            # and the new leader's start (its election read back, pods grouped) and first cycle
-            "lease_lapse_s": round(lapses - killed, 3),
-            "takeover_s": None if elected is None else round(elected - lapses, 3),
+            # the two parts: the standby seeing the leader gone and recording its election, and the new
+            # leader's start (its election read back, pods grouped) and first cycle
+            "takeover_s": None if elected is None else round(elected - killed, 3),
             "first_cycle_s": None if first is None or elected is None else round(first - elected, 3),
-            "beyond_ttl_s": None if took is None else round(took - ttl, 3),
+            # how long the dead leader's lease still ran at the takeover (negative: it had lapsed)
+            "lease_left_at_takeover_s": None if elected is None else round(lapses - elected, 3),
             "elections_before_kill": elections,
             "all_bound_s": round(all_bound, 3),
             "bound": await _bound(conn),
@@ -478,7 +480,7 @@ async def _failover(system, nodes: int, pods: int, ttl: float) -> dict:
         await leases.close()
 
 
-def run_failover(nodes: int, pods: int, ttl: float = 5.0) -> dict:
+def run_failover(nodes: int, pods: int, ttl: float = FAILOVER_TTL) -> dict:
     """Kill the leader of a pool with work waiting: how long until its standby decides (issue #17's (a))."""
     base = Settings.from_env()
     with tempfile.TemporaryDirectory(prefix="muster-bench-") as home:

@@ -144,6 +144,7 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     stream = s.stream
     consumer = (*_jetstream_reader(stream), s.deadletter)
     logs = f"_{stream}_LOGS.*"
+    alive = f"_{stream}_ALIVE.>"
     publish: dict[str, tuple[str, ...]] = {
         # The projector archives the stream, so it alone may purge what is archived; it reads every
         # fold's snapshots to know what the folds can do without (muster.retention).
@@ -163,6 +164,7 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             s.decisions(">"),
             s.queue_status,
             *_lease_bucket(stream),
+            alive,
             *_snapshot_store(stream, write=True),
         ),
         "binder": (*consumer, s.pods(">"), *_snapshot_store(stream, write=True, owner="binder")),
@@ -190,9 +192,11 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     }
     subscribe = {user: (f"{inbox_prefix(user)}.>",) for user in publish}
     subscribe["agent"] = (*subscribe["agent"], logs)
-    # An agent answers log requests on the requester's reply subject, and only there.
+    subscribe["allocator"] = (*subscribe["allocator"], alive)
+    # An agent answers log requests, an allocator liveness probes, on the requester's reply subject,
+    # and only there.
     return {
-        user: Permissions(publish[user], subscribe[user], allow_responses=user == "agent")
+        user: Permissions(publish[user], subscribe[user], allow_responses=user in ("agent", "allocator"))
         for user in NATS_USERS
     }
 

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import pytest
 from muster import events as ev
 from muster.bus import Delivery, MemoryBus
 from muster.fencing import MAX_EPOCH_STEP, EpochFence, next_epoch
 from muster.lease import Lease
-from muster.subjects import Subjects
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 
 from services.allocator.app import tend_lease
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
 from services.allocator.handlers import AllocatorHandlers
 
 
@@ -112,15 +108,6 @@ def test_every_election_a_lease_can_make_moves_the_fence():
 
 
 # -- the allocator's lease loop ------------------------------------------------------------------
-
-
-@pytest.fixture
-def allocator():
-    bus = MemoryBus(Subjects("t"))
-    handlers = AllocatorHandlers(
-        bus, bus.subjects, Allocator(AllocatorConfig(), frozenset({"default"})), clock=lambda: 100.0
-    )
-    return bus, handlers
 
 
 async def read_back(bus: MemoryBus, handlers: AllocatorHandlers, *events: ev.Event) -> None:
