@@ -323,6 +323,11 @@ async def log_from_postgres(conn) -> list[LoggedMessage]:
     rows = await conn.fetch(
         "SELECT stream_seq, idx, subject, payload::text FROM events ORDER BY stream_seq, idx"
     )
+    return messages_of_rows(rows)
+
+
+def messages_of_rows(rows) -> list[LoggedMessage]:
+    """Rows of the ``events`` table, ordered by (stream_seq, idx), as the messages they came in."""
     out: list[LoggedMessage] = []
     undecodable: set[int] = set()
     for row in rows:

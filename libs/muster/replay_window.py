@@ -8,15 +8,20 @@ that first cycle, taken at or before its watermark; the log is read from
 just after the snapshot. A pool without one is folded from the start of
 the log. So a window's cost follows the window and the snapshot interval,
 not the length of the history.
+
+The log comes from the stream (``StreamLog``) or, for history the stream no
+longer holds, from the projector's archive in Postgres (``ArchiveLog``):
+either is read by range, so a window costs the same from both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from muster import snapshots as sn
 from muster.events import CycleCompleted
-from muster.replay import LoggedMessage, Start, recorded_cycles
+from muster.replay import LoggedMessage, Start, messages_of_rows, recorded_cycles
 from muster.subjects import Subjects
 from services.allocator import snapshot as codec
 from services.allocator.fold import fold_name
@@ -37,26 +42,67 @@ class Window:
     """Snapshots inside what was read, whose digests replay recomputes."""
 
 
-async def _read(bus, start: int, end: int) -> list[LoggedMessage]:
-    if end < start:
-        return []
-    return [
-        LoggedMessage(d.seq, d.subject, d.events, d.data)
-        async for d in bus.read(start_seq=start, end_seq=end)
-    ]
+class LogSource(Protocol):
+    async def bounds(self) -> tuple[int, int]:
+        """The first and last sequence the source holds."""
+        ...
+
+    async def read(self, start: int, end: int) -> list[LoggedMessage]:
+        """The messages with sequences in [start, end], in order."""
+        ...
 
 
-async def read_window(bus, store, subjects: Subjects, from_seq: int, to_seq: int | None) -> Window:
-    """The log of the running system for replaying cycles with watermarks in [from_seq, to_seq]."""
-    first, last = await bus.first_seq(), await bus.last_seq()
+class StreamLog:
+    """The stream, as far back as its retention keeps it."""
+
+    def __init__(self, bus):
+        self.bus = bus
+
+    async def bounds(self) -> tuple[int, int]:
+        return await self.bus.first_seq(), await self.bus.last_seq()
+
+    async def read(self, start: int, end: int) -> list[LoggedMessage]:
+        return [
+            LoggedMessage(d.seq, d.subject, d.events, d.data)
+            async for d in self.bus.read(start_seq=start, end_seq=end)
+        ]
+
+
+class ArchiveLog:
+    """The projector's archive (the ``events`` table): all of history, up to what it has projected."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    async def bounds(self) -> tuple[int, int]:
+        row = await self.conn.fetchrow("SELECT min(stream_seq) AS first, max(stream_seq) AS last FROM events")
+        return (row["first"] or 1), (row["last"] or 0)
+
+    async def read(self, start: int, end: int) -> list[LoggedMessage]:
+        rows = await self.conn.fetch(
+            "SELECT stream_seq, idx, subject, payload::text FROM events"
+            " WHERE stream_seq BETWEEN $1 AND $2 ORDER BY stream_seq, idx",
+            start,
+            end,
+        )
+        return messages_of_rows(rows)
+
+
+async def _read(log: LogSource, start: int, end: int) -> list[LoggedMessage]:
+    return [] if end < start else await log.read(start, end)
+
+
+async def read_window(log: LogSource, store, subjects: Subjects, from_seq: int, to_seq: int | None) -> Window:
+    """The log for replaying cycles with watermarks in [from_seq, to_seq]."""
+    first, last = await log.bounds()
     metas = [m for m in await store.list() if m.fold.startswith("allocator-")] if store is not None else []
     if from_seq <= first <= 1:
         # The whole history, and the stream still holds its beginning.
-        return Window(await _read(bus, first, last), check=metas)
+        return Window(await _read(log, first, last), check=metas)
     low = max(from_seq, first)
     to = last if to_seq is None else min(to_seq, last)
-    window = await _read(bus, low, to)
-    window += await _records_after(bus, subjects, window, to, last)
+    window = await _read(log, low, to)
+    window += await _records_after(log, subjects, window, to, last)
     # Each pool's first cycle inside the window: the state replay needs is the state just before it.
     firsts: dict[str, CycleCompleted] = {}
     for pool, records in recorded_cycles(window, subjects).items():
@@ -72,7 +118,7 @@ async def read_window(bus, store, subjects: Subjects, from_seq: int, to_seq: int
         else:
             starts[pool] = start
             read_from = min(read_from, start.meta.seq + 1)
-    messages = await _read(bus, read_from, low - 1) + window
+    messages = await _read(log, read_from, low - 1) + window
     since = messages[0].seq if messages else low
     return Window(messages, starts, [m for m in metas if since <= m.seq <= to])
 
@@ -95,7 +141,7 @@ async def _start_for(store, metas, fold: str, c: CycleCompleted, first: int, to:
 
 
 async def _records_after(
-    bus, subjects: Subjects, window: list[LoggedMessage], to: int, last: int
+    log: LogSource, subjects: Subjects, window: list[LoggedMessage], to: int, last: int
 ) -> list[LoggedMessage]:
     """Messages after ``to`` up to the records of every cycle whose watermark is at or before it."""
     seen = recorded_cycles(window, subjects)
@@ -105,7 +151,7 @@ async def _records_after(
     seq = to + 1
     # At least one chunk: the window's only cycles may all be recorded after it.
     while seq <= min(last, to + RECORD_SLACK) and (seq == to + 1 or not pools <= done):
-        chunk = await _read(bus, seq, min(last, seq + CHUNK - 1, to + RECORD_SLACK))
+        chunk = await _read(log, seq, min(last, seq + CHUNK - 1, to + RECORD_SLACK))
         out += chunk
         seq += CHUNK
         for pool, records in recorded_cycles(chunk, subjects).items():

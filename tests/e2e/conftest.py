@@ -78,3 +78,16 @@ async def events_on(system, subject: str) -> list:
         return [e async for d in bus.read([subject]) for e in d.events]
     finally:
         await bus.close()
+
+
+async def projected(system, sql: str):
+    """The rows ``sql`` reads from the system's Postgres schema."""
+    import asyncpg
+
+    conn = await asyncpg.connect(
+        system.endpoints.pg_dsn, server_settings={"search_path": system.endpoints.prefix}
+    )
+    try:
+        return await conn.fetch(sql)
+    finally:
+        await conn.close()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import signal
 
-import asyncpg
 import pytest
 from muster.bus import NatsBus
 from muster.events import decode_envelope
 
-from tests.e2e.conftest import SCENARIOS, muster, run, status
+from tests.e2e.conftest import SCENARIOS, muster, projected, run, status
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]
@@ -47,16 +46,6 @@ async def events_on(system, subject: str) -> int:
         return sum([len(d.events) async for d in bus.read([subject])])
     finally:
         await bus.close()
-
-
-async def projected(system, sql: str):
-    conn = await asyncpg.connect(
-        system.endpoints.pg_dsn, server_settings={"search_path": system.endpoints.prefix}
-    )
-    try:
-        return await conn.fetch(sql)
-    finally:
-        await conn.close()
 
 
 def events_table(system):

@@ -9,7 +9,7 @@ from muster.bus import NatsBus
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
 
-from tests.e2e.conftest import SERVICE_ENV, muster, run, status
+from tests.e2e.conftest import SERVICE_ENV, muster, projected, run, status
 from tests.e2e.snapshot_steps import first_jobs_running, jobs, running
 from tests.polling import wait_for
 
@@ -27,6 +27,12 @@ RETENTION_ENV = {
 }
 
 
+LAST_CYCLE = (
+    "SELECT (payload->>'watermark')::bigint AS watermark FROM events"
+    " WHERE type = 'CycleCompleted' ORDER BY stream_seq DESC LIMIT 1"
+)
+
+
 async def first_seq(system) -> int:
     bus = await NatsBus.connect(system.endpoints.nats_url, system.endpoints.subjects, service="test")
     try:
@@ -35,7 +41,7 @@ async def first_seq(system) -> int:
         await bus.close()
 
 
-def test_a_purged_stream_still_restarts_the_allocator_and_the_archive_replays_all_of_history(
+def test_a_purged_stream_still_restarts_the_allocator_and_the_archive_replays_all_of_history_or_a_window(
     tmp_path, servers, prefix
 ):
     settings = Settings(
@@ -58,3 +64,12 @@ def test_a_purged_stream_still_restarts_the_allocator_and_the_archive_replays_al
         assert archive["divergences"] == 0 and archive["cycles"] >= 2
         stream = json.loads(muster(live, "replay", "--json", check=False).stdout)
         assert stream["divergences"] == 0 and stream["snapshot_mismatches"] == []
+
+        # A window of the archive starts from a snapshot too, as a window of the stream does: its cost
+        # follows the window, not the whole of history.
+        (last,) = run(projected(live, LAST_CYCLE))
+        window = ("replay", "--source", "postgres", "--from", str(last["watermark"]), "--json")
+        from_archive = json.loads(muster(live, *window).stdout)
+        assert from_archive["divergences"] == 0 and from_archive["cycles"] >= 1
+        assert from_archive["started_from"]["default"] > 1
+        assert from_archive["events"] < archive["events"]

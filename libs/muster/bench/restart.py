@@ -35,7 +35,7 @@ from muster import events as ev
 from muster.bench.history import HistoryInfo, delete_history, write_history
 from muster.bus.nats import NatsBus
 from muster.replay import LoggedMessage, replay
-from muster.replay_window import read_window
+from muster.replay_window import StreamLog, read_window
 from muster.runtime.settings import Endpoints, Settings
 from muster.snapshots import ObjectStoreSnapshots
 
@@ -155,7 +155,7 @@ async def _window(endpoints: Endpoints, info: HistoryInfo) -> dict:
         store = await ObjectStoreSnapshots.open(bus.js, info.stream)
         low = info.messages // 2
         started = time.perf_counter()
-        window = await read_window(bus, store, info.subjects, low, low + WINDOW - 1)
+        window = await read_window(StreamLog(bus), store, info.subjects, low, low + WINDOW - 1)
         read = time.perf_counter() - started
         report = replay(
             window.messages,

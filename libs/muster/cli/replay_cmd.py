@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 from pathlib import Path
 
 import msgspec
@@ -12,12 +13,15 @@ import yaml
 from muster.cli.common import CHECK_FAILED, fail, print_json
 from muster.cli.queues_cmd import read_queue_file
 from muster.replay import LoggedMessage, load_log, log_from_nats, log_from_postgres, replay, save_log
-from muster.replay_window import Window, read_window
+from muster.replay_window import ArchiveLog, StreamLog, Window, read_window
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, NoRunningSystem, Settings
 from muster.subjects import Subjects
 from muster.whatif import what_if
 from services.allocator.config import AllocatorConfig
+
+BUS_WAIT = 5.0
+"""Seconds a replay from the archive waits for the bus, for its snapshots, before doing without."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -94,32 +98,52 @@ def read_log(source: str) -> tuple[list[LoggedMessage], Subjects]:
 
 
 def read_replay_input(source: str, from_seq: int, to_seq: int | None) -> tuple[Window, Subjects]:
-    """What replay reads: from the stream, the window and the snapshots its folds start from; from
-    Postgres, the whole archive."""
-    if source == "postgres":
-        log, subjects = read_log(source)
-        return Window(log), subjects
+    """What replay reads: the window, from the stream or the archive, and the snapshots its folds start
+    from (the whole log for a window from the start)."""
     settings = Settings.from_env()
     try:
-        return asyncio.run(_read_window(settings.endpoints(), from_seq, to_seq))
+        return asyncio.run(_read_window(settings.endpoints(), source, from_seq, to_seq))
     except NoRunningSystem:
         if not (settings.home / "nats").is_dir():
             raise
-    with embedded_servers(settings.home, nats=True, postgres=False) as (nats_url, _):
-        endpoints = Endpoints(nats_url=nats_url, pg_dsn="", prefix=settings.prefix)
-        return asyncio.run(_read_window(endpoints, from_seq, to_seq))
+    with embedded_servers(settings.home, nats=True, postgres=source == "postgres") as (nats_url, pg_dsn):
+        endpoints = Endpoints(nats_url=nats_url, pg_dsn=pg_dsn or "", prefix=settings.prefix)
+        return asyncio.run(_read_window(endpoints, source, from_seq, to_seq))
 
 
-async def _read_window(endpoints: Endpoints, from_seq: int, to_seq: int | None) -> tuple[Window, Subjects]:
+async def _read_window(
+    endpoints: Endpoints, source: str, from_seq: int, to_seq: int | None
+) -> tuple[Window, Subjects]:
     from muster.bus import NatsBus
     from muster.snapshots import ObjectStoreSnapshots
 
-    bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="muster-replay")
+    if source != "postgres":
+        bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="muster-replay")
+        try:
+            store = await ObjectStoreSnapshots.open(bus.js, endpoints.subjects.stream)
+            return await read_window(
+                StreamLog(bus), store, endpoints.subjects, from_seq, to_seq
+            ), endpoints.subjects
+        finally:
+            await bus.close()
+    from muster.store import connect
+
+    # The archive replays without the bus; with it, a window starts from the snapshots it keeps.
+    bus = store = None
+    with contextlib.suppress(Exception):
+        bus = await asyncio.wait_for(
+            NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="muster-replay"), BUS_WAIT
+        )
+        store = await asyncio.wait_for(ObjectStoreSnapshots.open(bus.js, endpoints.subjects.stream), BUS_WAIT)
+    conn = await connect(endpoints.reader_dsn, endpoints.prefix)
     try:
-        store = await ObjectStoreSnapshots.open(bus.js, endpoints.subjects.stream)
-        return await read_window(bus, store, endpoints.subjects, from_seq, to_seq), endpoints.subjects
+        return await read_window(
+            ArchiveLog(conn), store, endpoints.subjects, from_seq, to_seq
+        ), endpoints.subjects
     finally:
-        await bus.close()
+        await conn.close()
+        if bus is not None:
+            await bus.close()
 
 
 async def _read_log(endpoints: Endpoints, source: str) -> tuple[list[LoggedMessage], Subjects]:
