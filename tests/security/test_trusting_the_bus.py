@@ -11,6 +11,7 @@ import asyncio
 
 import nats
 import pytest
+from muster import liveness
 from muster.events import (
     BindRequested,
     LeaderElected,
@@ -27,6 +28,7 @@ from muster.fencing import EpochFence
 from muster.lease import lease_bucket
 from muster.runtime.security import NATS_USERS, inbox_prefix, nats_connect_options
 
+from tests.polling import wait_until
 from tests.security.conftest import SUBJECTS
 
 pytestmark = pytest.mark.nats
@@ -149,6 +151,21 @@ async def test_an_agent_answers_a_log_request_on_the_requesters_inbox(secured_na
     finally:
         await agent.close()
         await cli.close()
+
+
+async def test_a_standby_allocator_asks_after_the_leader_under_its_own_login(secured_nats):
+    leader = await secured_nats.bus("allocator")
+    standby = await secured_nats.bus("allocator")
+    subject = SUBJECTS.alive("default", "a1")
+    try:
+        await liveness.answer_probes(leader.nc, subject)
+        await leader.nc.flush()
+        await standby.nc.request(subject, b"", timeout=2)  # answered, not merely unrefused
+        await leader.close()
+        assert await wait_until(lambda: liveness.gone(standby.nc, subject, timeout=2), what="the leader gone")
+    finally:
+        await leader.close()
+        await standby.close()
 
 
 # -- event types bound to subjects -----------------------------------------------------------------
