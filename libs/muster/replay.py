@@ -1,8 +1,9 @@
 """Re-derive every recorded allocator cycle from the log and compare, byte for byte.
 
-A cycle's record is the decisions the allocator published for it and its
+A cycle's record is the decisions the allocator published for it, the
+``PendingReasons`` parts of a cycle with many changed reasons, and its
 ``CycleCompleted`` (watermark, clock, epoch, changed pending reasons, config
-digest). Replay folds the log exactly as the live allocator did (the same
+digest), as ``muster.cycle_record`` builds it. Replay folds the log exactly as the live allocator did (the same
 ``AllocatorFold``, the same subjects, in stream order), re-runs each recorded cycle
 when the fold reaches its watermark, and compares what it gets with what was
 recorded. The configuration comes from the log's ``AllocatorConfigured``.
@@ -18,6 +19,7 @@ import msgspec
 
 from muster import snapshots as sn
 from muster.bus.admission import Refused, check_events
+from muster.cycle_record import cycle_record
 from muster.events import (
     AllocatorConfigured,
     BindRequested,
@@ -25,6 +27,7 @@ from muster.events import (
     Event,
     EvictionRequested,
     LeaderElected,
+    PendingReasons,
     decode_event,
 )
 from muster.subjects import Subjects, subject_matches
@@ -50,7 +53,8 @@ class LoggedMessage:
 class RecordedCycle:
     pool: str
     completed: CycleCompleted
-    decisions: list[Event]
+    published: list[Event]
+    """What the cycle published before its CycleCompleted: its decisions, then any PendingReasons parts."""
     config: AllocatorConfig
 
 
@@ -129,7 +133,7 @@ def _pool_of(subject: str, subjects: Subjects) -> str | None:
 def recorded_cycles(
     log: list[LoggedMessage], subjects: Subjects, configs: dict[str, AllocatorConfig] | None = None
 ) -> dict[str, list[RecordedCycle]]:
-    """Every recorded cycle per pool, with the decisions published before its CycleCompleted.
+    """Every recorded cycle per pool, with what it published before its CycleCompleted.
 
     ``configs``: each pool's configuration before the log's first message, for a log that starts
     after its ``AllocatorConfigured`` (a window read from a snapshot on)."""
@@ -145,10 +149,10 @@ def recorded_cycles(
                 case AllocatorConfigured(config=config):
                     configs[pool] = msgspec.convert(config, AllocatorConfig)
                 case LeaderElected():
-                    # A leader that died mid-cycle left decisions without their CycleCompleted:
-                    # they belong to no recorded cycle (and are fenced off anyway).
+                    # A leader that died mid-cycle left decisions (or reasons) without their CycleCompleted:
+                    # they belong to no recorded cycle (and its decisions are fenced off anyway).
                     pending.pop(pool, None)
-                case BindRequested() | EvictionRequested():
+                case BindRequested() | EvictionRequested() | PendingReasons():
                     pending.setdefault(pool, []).append(event)
                 case CycleCompleted():
                     record = RecordedCycle(
@@ -274,8 +278,8 @@ def _replay_pool(
                 continue
             out = fold.rerun(c)
             report.cycles += 1
-            got = [*out.decisions, out.completed]
-            want = [*record.decisions, c]
+            got = cycle_record(out.decisions, out.completed)
+            want = [*record.published, c]
             if _canonical(got) != _canonical(want):
                 report.divergences += 1
                 if report.first_divergence is None:

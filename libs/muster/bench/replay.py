@@ -27,7 +27,7 @@ def _subject(event: ev.Event) -> str:
             return SUBJECTS.queues
         case ev.PodGroupCreated() | ev.PodGroupDeleted():
             return SUBJECTS.podgroups
-        case ev.BindRequested() | ev.EvictionRequested() | ev.CycleCompleted():
+        case ev.BindRequested() | ev.EvictionRequested() | ev.PendingReasons() | ev.CycleCompleted():
             return SUBJECTS.decisions("default")
     return SUBJECTS.pods("default")
 
