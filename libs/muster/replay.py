@@ -3,10 +3,10 @@
 A cycle's record is the decisions the allocator published for it, the
 ``PendingReasons`` parts of a cycle with many changed reasons, and its
 ``CycleCompleted`` (watermark, clock, epoch, changed pending reasons, config
-digest), as ``muster.cycle_record`` builds it. Replay folds the log exactly as the live allocator did (the same
-``AllocatorFold``, the same subjects, in stream order), re-runs each recorded cycle
-when the fold reaches its watermark, and compares what it gets with what was
-recorded. The configuration comes from the log's ``AllocatorConfigured``.
+digest), as ``muster.cycle_record`` builds it. Replay folds the log exactly as
+the live allocator did (the same ``AllocatorFold``, the same subjects, in
+stream order), re-runs each recorded cycle when the fold reaches its
+watermark, and compares what it gets with what was recorded. The configuration comes from the log's ``AllocatorConfigured``.
 """
 
 from __future__ import annotations
