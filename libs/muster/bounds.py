@@ -176,7 +176,9 @@ def _adopt(e: ev.AdoptPods) -> None:
         _devices(f".pods[{k}]", pod.pod, pod.gpus)
 
 
-def _cycle_and_epoch(e: ev.BindRequested | ev.EvictionRequested) -> None:
+def _cycle_and_epoch(
+    e: ev.BindRequested | ev.EvictionRequested | ev.CycleCompleted | ev.PendingReasons,
+) -> None:
     if 0 <= e.cycle <= INT32_MAX and 0 <= e.epoch <= INT32_MAX:
         return
     _int32(".cycle", e.cycle, 0)
@@ -204,8 +206,7 @@ def _rejected(e: ev.BindRejected) -> None:
 
 
 def _cycle(e: ev.CycleCompleted) -> None:
-    _int32(".cycle", e.cycle, 0)
-    _int32(".epoch", e.epoch, 0)
+    _cycle_and_epoch(e)
     _range(".watermark", e.watermark, 0, INT64_MAX)
     _int32(".binds", e.binds, 0)
     _int32(".evictions", e.evictions, 0)
@@ -239,6 +240,7 @@ _CHECKS: dict[type, Callable[[Any], None]] = {
     ev.BindRequested: _bind,
     ev.EvictionRequested: _evict,
     ev.CycleCompleted: _cycle,
+    ev.PendingReasons: _cycle_and_epoch,
     ev.AllocatorConfigured: _configured,
     ev.LeaderElected: _epoch,
     ev.PodBound: _placement,

@@ -337,8 +337,26 @@ class CycleCompleted(_Event, tag="CycleCompleted", kw_only=True):
     binds: int = 0
     evictions: int = 0
     pending: dict[str, str] = {}
-    """Pending reasons that changed since the previous cycle ('' = no longer pending)."""
+    """Pending reasons that changed since the previous cycle ('' = no longer pending): all of them, or,
+    when they are too many for one message, those its ``PendingReasons`` parts do not carry."""
     config_digest: str = ""
+
+
+class PendingReasons(_Event, tag="PendingReasons", kw_only=True):
+    """Part of a cycle's changed pending reasons, published just before its ``CycleCompleted``.
+
+    A cycle whose changed reasons would not fit in one message (tens of thousands of jobs changing
+    reason at once) records them in parts, each job in exactly one: these, then the rest in the
+    ``CycleCompleted``'s ``pending``. Readers take a part as they take ``pending``.
+    """
+
+    pool: str = "default"
+    cycle: int
+    epoch: int = 0
+    clock: float
+    """The cycle's clock, as its CycleCompleted records it."""
+    reasons: dict[str, str] = {}
+    """Job -> its new pending reason ('' = no longer pending)."""
 
 
 class AllocatorConfigured(_Event, tag="AllocatorConfigured", kw_only=True):
@@ -465,6 +483,7 @@ Event = Union[  # noqa: UP007 (a runtime union object whose __args__ lists the t
     BindRequested,
     EvictionRequested,
     CycleCompleted,
+    PendingReasons,
     AllocatorConfigured,
     LeaderElected,
     PodBound,

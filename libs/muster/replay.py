@@ -1,11 +1,12 @@
 """Re-derive every recorded allocator cycle from the log and compare, byte for byte.
 
-A cycle's record is the decisions the allocator published for it and its
+A cycle's record is the decisions the allocator published for it, the
+``PendingReasons`` parts of a cycle with many changed reasons, and its
 ``CycleCompleted`` (watermark, clock, epoch, changed pending reasons, config
-digest). Replay folds the log exactly as the live allocator did (the same
-``AllocatorFold``, the same subjects, in stream order), re-runs each recorded cycle
-when the fold reaches its watermark, and compares what it gets with what was
-recorded. The configuration comes from the log's ``AllocatorConfigured``.
+digest), as ``muster.cycle_record`` builds it. Replay folds the log exactly as
+the live allocator did (the same ``AllocatorFold``, the same subjects, in
+stream order), re-runs each recorded cycle when the fold reaches its
+watermark, and compares what it gets with what was recorded. The configuration comes from the log's ``AllocatorConfigured``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import msgspec
 
 from muster import snapshots as sn
 from muster.bus.admission import Refused, check_events
+from muster.cycle_record import cycle_record
 from muster.events import (
     AllocatorConfigured,
     BindRequested,
@@ -25,6 +27,7 @@ from muster.events import (
     Event,
     EvictionRequested,
     LeaderElected,
+    PendingReasons,
     decode_event,
 )
 from muster.subjects import Subjects, subject_matches
@@ -50,7 +53,8 @@ class LoggedMessage:
 class RecordedCycle:
     pool: str
     completed: CycleCompleted
-    decisions: list[Event]
+    published: list[Event]
+    """What the cycle published before its CycleCompleted: its decisions, then any PendingReasons parts."""
     config: AllocatorConfig
 
 
@@ -129,7 +133,7 @@ def _pool_of(subject: str, subjects: Subjects) -> str | None:
 def recorded_cycles(
     log: list[LoggedMessage], subjects: Subjects, configs: dict[str, AllocatorConfig] | None = None
 ) -> dict[str, list[RecordedCycle]]:
-    """Every recorded cycle per pool, with the decisions published before its CycleCompleted.
+    """Every recorded cycle per pool, with what it published before its CycleCompleted.
 
     ``configs``: each pool's configuration before the log's first message, for a log that starts
     after its ``AllocatorConfigured`` (a window read from a snapshot on)."""
@@ -145,10 +149,10 @@ def recorded_cycles(
                 case AllocatorConfigured(config=config):
                     configs[pool] = msgspec.convert(config, AllocatorConfig)
                 case LeaderElected():
-                    # A leader that died mid-cycle left decisions without their CycleCompleted:
-                    # they belong to no recorded cycle (and are fenced off anyway).
+                    # A leader that died mid-cycle left decisions (or reasons) without their CycleCompleted:
+                    # they belong to no recorded cycle (and its decisions are fenced off anyway).
                     pending.pop(pool, None)
-                case BindRequested() | EvictionRequested():
+                case BindRequested() | EvictionRequested() | PendingReasons():
                     pending.setdefault(pool, []).append(event)
                 case CycleCompleted():
                     record = RecordedCycle(
@@ -274,8 +278,8 @@ def _replay_pool(
                 continue
             out = fold.rerun(c)
             report.cycles += 1
-            got = [*out.decisions, out.completed]
-            want = [*record.decisions, c]
+            got = _in_recorded_form(out.decisions, out.completed, record)
+            want = [*record.published, c]
             if _canonical(got) != _canonical(want):
                 report.divergences += 1
                 if report.first_divergence is None:
@@ -292,6 +296,18 @@ def _replay_pool(
             advance(message)
             read.extend((message.seq, index, event) for index, event in enumerate(message.events))
     run_due(float("inf"))
+
+
+def _in_recorded_form(
+    decisions: list[Event], completed: CycleCompleted, record: RecordedCycle
+) -> list[Event]:
+    """A re-derived cycle as the allocator records it now: its reasons in parts when they are many.
+
+    A record without parts may predate them: each reason then sits in the CycleCompleted, which NATS took
+    up to 1 MB, more than a part's budget. Such a record is compared whole."""
+    if any(type(e) is PendingReasons for e in record.published):
+        return cycle_record(decisions, completed)
+    return [*decisions, completed]
 
 
 def _as_admitted(message: LoggedMessage, subjects: Subjects) -> LoggedMessage:

@@ -8,7 +8,8 @@ already run (it was handed them with its nodes). Then each cycle:
 
 1. the fleet confirms what is due at this clock (pods whose ``duration`` ran out);
 2. the allocator decides (the fold's next cycle, at the last sequence); its
-   binds and evictions, then its ``CycleCompleted``, go onto the log;
+   binds and evictions, then its ``CycleCompleted`` (after ``PendingReasons``
+   parts when its reasons are many), go onto the log;
 3. the fleet confirms the decisions (evictions release at once, pipelined
    binds land after them) and the confirmations go onto the log;
 4. the clock advances by ``time_step``.
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from muster import events as ev
+from muster.cycle_record import cycle_record
 from muster.scenario import model as m
 from muster.scenario.convert import allocator_config, scenario_events
 from services.allocator.config import AllocatorConfig
@@ -165,8 +167,9 @@ class Simulation:
         n = out.completed.cycle
         decisions = list(out.decisions)
         self._record_evictions(decisions, n)
-        changed += self.publish(decisions)
-        self.publish([out.completed])
+        # Recorded as the live allocator records it: decisions, reasons in parts when many, CycleCompleted.
+        self.publish(cycle_record(decisions, out.completed))
+        changed += len(decisions)
         self.reasons = dict(out.reasons)
         changed += self.publish(self.fleet.step(clock))
         return changed > 0

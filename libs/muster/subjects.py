@@ -33,7 +33,14 @@ EVENT_TYPES: dict[str, frozenset[str]] = {
         {"NodeRegistered", "NodeUpdated", "NodeRemoved", "NodeLost", "PodEvicted", "AdoptPods"}
     ),
     "decisions.*": frozenset(
-        {"BindRequested", "EvictionRequested", "CycleCompleted", "LeaderElected", "AllocatorConfigured"}
+        {
+            "BindRequested",
+            "EvictionRequested",
+            "PendingReasons",
+            "CycleCompleted",
+            "LeaderElected",
+            "AllocatorConfigured",
+        }
     ),
     "pods.*": frozenset(
         {"PodBound", "BindFailed", "BindRejected", "PodEvicted", "PodCompleted", "PodFailed"}
@@ -126,7 +133,7 @@ class Subjects:
         return f"{self.prefix}.nodes.{pool}"
 
     def decisions(self, pool: str = "*") -> str:
-        """BindRequested, EvictionRequested, CycleCompleted, LeaderElected, AllocatorConfigured."""
+        """BindRequested, EvictionRequested, PendingReasons, CycleCompleted, LeaderElected, AllocatorConfigured."""
         return f"{self.prefix}.decisions.{pool}"
 
     def pods(self, pool: str = "*") -> str:

@@ -23,7 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from muster.events import AllocatorConfigured, CycleCompleted, Event, LeaderElected, QueueStatus
+from muster.events import (
+    AllocatorConfigured,
+    CycleCompleted,
+    Event,
+    LeaderElected,
+    PendingReasons,
+    QueueStatus,
+)
 from muster.fencing import EpochFence
 
 from services.allocator.engine import Allocator
@@ -32,7 +39,7 @@ from services.allocator.views import CycleOutcome
 # Events allocators emit themselves: reading them back changes nothing worth a new cycle. Event types
 # are final (tagged Structs, never subclassed), so an exact type test is enough; every event of the log
 # passes through it.
-_OWN = frozenset({CycleCompleted, QueueStatus, AllocatorConfigured, LeaderElected})
+_OWN = frozenset({CycleCompleted, PendingReasons, QueueStatus, AllocatorConfigured, LeaderElected})
 
 
 def fold_name(pool: str) -> str:

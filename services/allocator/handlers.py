@@ -16,6 +16,7 @@ from collections.abc import Callable
 import msgspec
 from muster import telemetry
 from muster.bus import Bus, Delivery, chunk_events
+from muster.cycle_record import cycle_record
 from muster.events import AllocatorConfigured, BindRequested, LeaderElected, QueueStatus
 from muster.health import Metrics
 from muster.subjects import Subjects
@@ -137,7 +138,7 @@ class AllocatorHandlers:
             self.dirty = True
         if out.decisions or out.completed.pending or self._starts_a_grace():
             # An idle cycle that changed nothing is not recorded: the log does not grow with repetition.
-            chunks = chunk_events([*out.decisions, out.completed])
+            chunks = chunk_events(cycle_record(out.decisions, out.completed))
             for i, chunk in enumerate(chunks):
                 seq = await self.bus.publish(
                     self.subjects.decisions(self.pool),

@@ -556,13 +556,20 @@ class ClusterState:
                     self._adopt(event)
             case ev.CycleCompleted():
                 self._advance_clock(event.clock)
-                for name, reason in event.pending.items():
-                    if reason:
-                        self.prev_reasons[name] = reason
-                    else:
-                        self.prev_reasons.pop(name, None)
+                self._note_reasons(event.pending)
+            case ev.PendingReasons():
+                # Part of a cycle's record, just before its CycleCompleted: the clock advances with that.
+                self._note_reasons(event.reasons)
             case _:
                 return
+
+    def _note_reasons(self, changed: dict[str, str]) -> None:
+        """The pending reasons a cycle recorded as changed ('' = no longer pending)."""
+        for name, reason in changed.items():
+            if reason:
+                self.prev_reasons[name] = reason
+            else:
+                self.prev_reasons.pop(name, None)
 
     def _pod_requests(self, specs: list[ev.PodSpec]) -> tuple[bytes, tuple[PodReq, ...], bool]:
         """(key, every pod's request, whether they may share a shape) of a job's pod specs."""

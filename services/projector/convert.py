@@ -41,6 +41,7 @@ from muster.events import (
     NodeRegistered,
     NodeRemoved,
     NodeUpdated,
+    PendingReasons,
     PodBound,
     PodCompleted,
     PodEvicted,
@@ -199,6 +200,11 @@ def _pod_resources(group: PodGroupCreated) -> list[tuple[float, int, int]]:
     return out
 
 
+def _reason_ops(reasons: dict[str, str]) -> list[Op]:
+    """Each job's new pending reason, in job order ('' clears it)."""
+    return [Op(JOB_REASON, (job, reason)) for job, reason in sorted(reasons.items())]
+
+
 def convert(
     seq: int, subject: str, events: list[Event], parts: list[bytes] | None = None
 ) -> tuple[list[Op | PodChange], set[str]]:
@@ -293,7 +299,10 @@ def convert(
                          c.config_digest),
                     )
                 )  # fmt: skip
-                ops.extend(Op(JOB_REASON, (job, reason)) for job, reason in sorted(c.pending.items()))
+                ops.extend(_reason_ops(c.pending))
+            case PendingReasons(reasons=reasons):
+                # The rest of its cycle's reasons, which its CycleCompleted does not carry.
+                ops.extend(_reason_ops(reasons))
             case BindFailed(job=job, pod=pod):
                 ops.append(PodChange(job, pod, "pending", seq, (None, [], 0.0)))
                 touched.add(job)

@@ -126,6 +126,11 @@ def test_a_pending_job_without_a_reason_is_unsettled():
     assert [v.message for v in violations] == ["job a is pending with no reason recorded"]
 
 
+def test_a_reason_recorded_in_a_part_of_a_cycle_counts():
+    part = ev.PendingReasons(cycle=1, clock=0.0, reasons={"a": "queue q is at its limit"})
+    assert unsettled_jobs(log([NODE, job("a")], [part, cycle()])) == []
+
+
 def test_a_reason_cleared_by_the_allocator_no_longer_counts():
     cleared = log([NODE, job("a")], [cycle(a="no node fits")], [cycle(a="")])
     assert len(unsettled_jobs(cleared)) == 1

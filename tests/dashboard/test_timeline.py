@@ -9,6 +9,7 @@ from muster.events import (
     BindRequested,
     CycleCompleted,
     EvictionRequested,
+    PendingReasons,
     PodBound,
     PodCompleted,
     PodEvicted,
@@ -95,6 +96,13 @@ def test_a_pending_reason_appears_when_it_changes_and_not_when_it_repeats():
     assert [e.reason for e in entries] == ["queue vision is at its limit", "gang of 2 pods does not fit"]
     assert entries[0].text == "pending: queue vision is at its limit"
     assert [e.cycle for e in entries] == [1, 3]
+
+
+def test_a_pending_reason_recorded_in_a_part_of_a_cycle_appears_with_the_cycle():
+    part = PendingReasons(cycle=4, clock=4.0, reasons={"train": "queue vision is at its limit"})
+    [entry] = timeline([row(5, part), row(5, cycle(4, other="no room"), idx=1)], "train")
+    assert entry.text == "pending: queue vision is at its limit"
+    assert (entry.cycle, entry.clock) == (4, 4.0)
 
 
 def test_the_same_reason_after_the_job_stopped_waiting_is_news_again():

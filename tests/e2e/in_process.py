@@ -51,10 +51,17 @@ class LiveSystem:
         return (done or 0) >= await self.bus.last_seq()
 
     def check(self) -> None:
-        """Fail with the error of any service that stopped on its own."""
-        for name, task in self.tasks.items():
-            if task.done():
-                raise AssertionError(f"service {name} stopped: {task.exception() or 'without an error'}")
+        """Fail with the errors of the services that stopped on their own.
+
+        Every one is named: a service that fails stops the others, which then end without an error."""
+        stopped = {name: task for name, task in self.tasks.items() if task.done()}
+        if stopped:
+            raise AssertionError(
+                "; ".join(
+                    f"service {name} stopped: {task.exception() or 'without an error'}"
+                    for name, task in stopped.items()
+                )
+            )
 
 
 @contextlib.contextmanager

@@ -409,8 +409,8 @@ async def _failover(system, nodes: int, pods: int, ttl: float) -> dict:
     standby decide, and where did the time go?
 
     (Holding the second half back in a queue of GPU limit 0 until the kill, so that the work waits in
-    the log already, makes every cycle record 50k pending reasons in one ``CycleCompleted``: above
-    NATS' 1 MB message limit, which the allocator does not survive yet.)
+    the log already, would make cycles record 50k pending reasons: above NATS' 1 MB message limit, so
+    the allocator records them in ``PendingReasons`` parts. The second half is submitted after the kill.)
     """
     import signal
 

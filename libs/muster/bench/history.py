@@ -43,6 +43,7 @@ from muster import events as ev
 from muster.bench.replay import _subject
 from muster.bus import chunk_events
 from muster.bus.nats import NatsBus
+from muster.cycle_record import cycle_record
 from muster.demo import demo_scenario
 from muster.replay import LoggedMessage, load_log, replay, save_log
 from muster.runtime.settings import Endpoints, Settings
@@ -206,13 +207,15 @@ def history_of(
 
 
 def _code_digest() -> str:
-    """What the simulated history depends on: this module, the demo, the allocator and the fleet."""
+    """What the simulated history depends on: this module, the demo, the allocator, the fleet and how
+    cycles are recorded."""
     import muster.scenario
     import services.allocator
     import services.binder
 
     roots = [Path(__file__), Path(demo_scenario.__code__.co_filename), Path(ev.__file__)]
     roots.append(Path(Simulation.__init__.__code__.co_filename))
+    roots.append(Path(cycle_record.__code__.co_filename))
     for package in (services.allocator, services.binder, muster.scenario):
         roots += sorted(Path(package.__path__[0]).rglob("*.py"))
     digest = hashlib.sha256()

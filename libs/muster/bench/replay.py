@@ -27,7 +27,7 @@ def _subject(event: ev.Event) -> str:
             return SUBJECTS.queues
         case ev.PodGroupCreated() | ev.PodGroupDeleted():
             return SUBJECTS.podgroups
-        case ev.BindRequested() | ev.EvictionRequested() | ev.CycleCompleted():
+        case ev.BindRequested() | ev.EvictionRequested() | ev.PendingReasons() | ev.CycleCompleted():
             return SUBJECTS.decisions("default")
     return SUBJECTS.pods("default")
 
@@ -38,8 +38,14 @@ def simulated_log(nodes: int, jobs: int) -> list[LoggedMessage]:
         parse_scenario({**demo_scenario(nodes=nodes, jobs=jobs), "config": {"max_cycles": 10_000}})
     )
     simulation.run()
+    return as_logged(simulation.log.events)
+
+
+def as_logged(events: list[ev.Event]) -> list[LoggedMessage]:
+    """A simulation's events as messages: consecutive events of one subject share a message, up to the end
+    of a cycle's record; a message's sequence is the index of its last event."""
     messages: list[LoggedMessage] = []
-    for index, event in enumerate(simulation.log.events, start=1):
+    for index, event in enumerate(events, start=1):
         subject = _subject(event)
         if (
             messages

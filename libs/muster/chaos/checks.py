@@ -212,7 +212,7 @@ def job_outcomes(log: Iterable[LoggedMessage]) -> dict[str, tuple[str, str]]:
                 pods[name] = ["pending"] * len(_pod_requests(event))
             case ev.PodGroupDeleted(name=name):
                 deleted.add(name)
-            case ev.CycleCompleted(pending=pending):
+            case ev.CycleCompleted(pending=pending) | ev.PendingReasons(reasons=pending):
                 reasons.update(pending)
             case (
                 ev.PodBound(job=job, pod=pod)

@@ -40,6 +40,9 @@ _POD_EVENTS = {
     "PodFailed": FAILED,
 }
 
+# Where a cycle's record carries changed pending reasons: a large cycle's come in parts before its end.
+_REASONS_FIELD = {"CycleCompleted": "pending", "PendingReasons": "reasons"}
+
 
 class PodRef(msgspec.Struct, frozen=True, kw_only=True):
     """One pod an entry is about, and where it was (or was going) at that moment."""
@@ -77,7 +80,8 @@ class Entry(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # Rows that concern one job: its own events, cycles that changed its pending
-# reason, and evictions of other jobs made on its behalf.
+# reason (in their CycleCompleted or in one of its PendingReasons parts), and
+# evictions of other jobs made on its behalf.
 JOB_EVENTS_SQL = """
 SELECT stream_seq, idx, type, payload, recorded_at FROM events
 WHERE (type IN ('PodGroupCreated', 'PodGroupDeleted') AND payload->>'name' = $1)
@@ -86,6 +90,7 @@ WHERE (type IN ('PodGroupCreated', 'PodGroupDeleted') AND payload->>'name' = $1)
        AND payload->>'job' = $1)
    OR (type = 'EvictionRequested' AND payload->>'for_job' = $1)
    OR (type = 'CycleCompleted' AND payload->'pending'->>$1 IS NOT NULL)
+   OR (type = 'PendingReasons' AND payload->'reasons'->>$1 IS NOT NULL)
 ORDER BY stream_seq, idx
 """
 
@@ -113,8 +118,8 @@ def timeline(rows: Iterable[Mapping[str, Any]], job: str) -> list[Entry]:
             raw.append({**base, "kind": CREATED, "group": payload})
         elif kind == "PodGroupDeleted" and payload.get("name") == job:
             raw.append({**base, "kind": DELETED})
-        elif kind == "CycleCompleted" and job in payload.get("pending", {}):
-            reason = payload["pending"][job]
+        elif kind in _REASONS_FIELD and job in payload.get(_REASONS_FIELD[kind], {}):
+            reason = payload[_REASONS_FIELD[kind]][job]
             if not reason:
                 last_reason = None  # no longer pending: the same reason later is news again
             elif reason != last_reason:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from muster import events as ev
+from muster.cycle_record import cycle_record
 
 from services.allocator.config import AllocatorConfig
 from services.allocator.engine import Allocator
@@ -85,12 +86,13 @@ def test_a_message_whose_events_are_all_fenced_off_still_moves_the_watermark():
 def test_the_allocators_own_records_are_not_news():
     fold = fold_of(CLUSTER)
     own = [
+        ev.PendingReasons(cycle=1, clock=0.0, reasons={"train": "waits"}),
         completed(1),
         ev.QueueStatus(name="team"),
         ev.AllocatorConfigured(config={}),
         elected(1),
     ]
-    assert [fold.fold(seq, [event]) for seq, event in enumerate(own, start=10)] == [False] * 4
+    assert [fold.fold(seq, [event]) for seq, event in enumerate(own, start=10)] == [False] * 5
 
 
 def test_anything_else_is_news_unless_the_fence_drops_it():
@@ -98,6 +100,27 @@ def test_anything_else_is_news_unless_the_fence_drops_it():
     assert fold.fold(10, [JOB]) is True
     assert fold.fold(11, [bind(1)]) is False
     assert fold.fold(12, [bind(2)]) is True
+
+
+# -- pending reasons -------------------------------------------------------------------------------
+
+BACKLOG = [queue("capped", gpu_limit=0), *(gang_job("capped", name=f"job-{i:03d}") for i in range(300))]
+
+
+def test_a_cycle_read_back_from_parts_knows_every_reason_it_recorded():
+    fold = fold_of(CLUSTER, BACKLOG)
+    first = fold.cycle(1.0, epoch=0)
+    record = cycle_record(first.decisions, first.completed, budget=2_000)
+    assert sum(isinstance(e, ev.PendingReasons) for e in record) > 1
+    for seq, event in enumerate(record, start=fold.watermark + 1):
+        fold.fold(seq, [event])
+    assert fold.cycle(2.0, epoch=0).completed.pending == {}  # nothing changed since: nothing to record
+
+
+def test_a_part_of_a_cycle_does_not_record_the_cycle():
+    # Its CycleCompleted ends the record; a leader that died before it published no cycle.
+    fold = fold_of(CLUSTER, [ev.PendingReasons(cycle=4, clock=0.0, reasons={"train": "waits"})])
+    assert fold.next_cycle == 1
 
 
 # -- cycle numbers ---------------------------------------------------------------------------------

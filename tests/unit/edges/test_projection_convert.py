@@ -1,8 +1,10 @@
 """The projection as a pure function: events in, database operations out."""
 
+from muster.cycle_record import cycle_record
 from muster.events import (
     BindRequested,
     CycleCompleted,
+    PendingReasons,
     PodBound,
     PodCompleted,
     PodEvicted,
@@ -73,6 +75,26 @@ def test_changed_pending_reasons_update_jobs_in_name_order():
         ("a", ""),
         ("b", "full"),
     ]
+
+
+def reason_ops(ops) -> list[tuple]:
+    return [op.args for op in ops if isinstance(op, c.Op) and op.sql == c.JOB_REASON]
+
+
+def test_a_part_of_a_cycles_reasons_updates_its_jobs_in_name_order():
+    part = PendingReasons(cycle=1, clock=1.0, reasons={"d": "full", "c": ""})
+    ops, _ = c.convert(11, "muster.decisions.default", [part])
+    assert reason_ops(ops) == [("c", ""), ("d", "full")]
+
+
+def test_a_cycle_recorded_in_parts_updates_every_job_its_whole_record_would():
+    whole = CycleCompleted(
+        cycle=1, watermark=10, clock=1.0, pending={f"j{i:03d}": "full" for i in range(300)}
+    )
+    record = cycle_record([], whole, budget=1_000)
+    assert len(record) > 2
+    ops, _ = c.convert(11, "muster.decisions.default", record)
+    assert reason_ops(ops) == reason_ops(c.convert(11, "muster.decisions.default", [whole])[0])
 
 
 def test_a_rejected_workload_keeps_its_error_and_field():
