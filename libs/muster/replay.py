@@ -6,7 +6,8 @@ A cycle's record is the decisions the allocator published for it, the
 digest), as ``muster.cycle_record`` builds it. Replay folds the log exactly as
 the live allocator did (the same ``AllocatorFold``, the same subjects, in
 stream order), re-runs each recorded cycle when the fold reaches its
-watermark, and compares what it gets with what was recorded. The configuration comes from the log's ``AllocatorConfigured``.
+watermark, and compares what it gets with what was recorded. The
+configuration comes from the log's ``AllocatorConfigured``.
 """
 
 from __future__ import annotations

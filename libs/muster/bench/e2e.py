@@ -408,9 +408,8 @@ async def _failover(system, nodes: int, pods: int, ttl: float) -> dict:
     """Half the pods bound, then the leader SIGKILLed and the other half submitted at once: when does the
     standby decide, and where did the time go?
 
-    (Holding the second half back in a queue of GPU limit 0 until the kill, so that the work waits in
-    the log already, would make cycles record 50k pending reasons: above NATS' 1 MB message limit, so
-    the allocator records them in ``PendingReasons`` parts. The second half is submitted after the kill.)
+    The second half arrives while the standby takes over, as work keeps arriving at a live cluster: its
+    first cycle places what has been grouped by then, and the rest follows.
     """
     import signal
 
