@@ -128,12 +128,7 @@ def system(tmp_path: Path, servers: Endpoints, prefix: str):
         system.processes["podgrouper"] = ServiceProcess("podgrouper", proc, log)
         if "nodewatch" not in system.processes:
             system.start_service("nodewatch")
-        try:
-            yield system
-        finally:
-            for service in system.processes.values():  # stop together, not one after another
-                if service.alive():
-                    service.proc.send_signal(signal.SIGTERM)
+        yield system
 
 
 @pytest.fixture
