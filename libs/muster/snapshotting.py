@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -213,7 +212,7 @@ class Snapshotter:
         return meta
 
 
-def settings(env: dict[str, str]) -> dict[str, float | int]:
+def settings(env: Mapping[str, str]) -> dict[str, float | int]:
     """``MUSTER_SNAPSHOT_EVERY`` (messages, default 10000; 0 takes none),
     ``MUSTER_SNAPSHOT_MIN_INTERVAL`` (seconds, default 10) and ``MUSTER_SNAPSHOT_KEEP`` (the newest
     kept whole, default 64: a window replay anywhere in their span starts at most ``every`` messages
@@ -226,9 +225,11 @@ def settings(env: dict[str, str]) -> dict[str, float | int]:
     }
 
 
-async def restored(bus, name: str, fold, codec: Codec, *, owner: str) -> tuple[Snapshotter, int]:
-    """A service fold's ``Snapshotter``, over ``owner``'s store and the environment's settings, with
-    the newest usable snapshot restored into ``fold``; and the stream sequence to fold on from."""
+async def restored(
+    bus, name: str, fold, codec: Codec, *, owner: str, env: Mapping[str, str]
+) -> tuple[Snapshotter, int]:
+    """A service fold's ``Snapshotter``, over ``owner``'s store and the settings in ``env``, with the
+    newest usable snapshot restored into ``fold``; and the stream sequence to fold on from."""
     from muster.snapshots import ObjectStoreSnapshots
 
     snapshots = Snapshotter(
@@ -236,6 +237,6 @@ async def restored(bus, name: str, fold, codec: Codec, *, owner: str) -> tuple[S
         name,
         fold,
         codec,
-        **settings(dict(os.environ)),
+        **settings(env),
     )
     return snapshots, await snapshots.restore(await bus.first_seq())

@@ -149,7 +149,7 @@ def warm_kernels(config: AllocatorConfig) -> None:
 
 
 async def run(ctx: ServiceContext) -> None:
-    env = dict(os.environ)
+    env = ctx.settings.extra
     config = load_config(env)
     pool = env.get("MUSTER_POOL", "default")
     instance = env.get("MUSTER_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}"

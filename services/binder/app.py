@@ -25,7 +25,7 @@ async def run(ctx: ServiceContext) -> None:
     handlers = BinderHandlers(ctx.bus, s, SimFleet(), clock=time.time, metrics=ctx.metrics)
     subjects = [s.nodes("*"), s.podgroups, s.decisions("*"), s.pods("*")]
     snapshots, start_seq = await snapshotting.restored(
-        ctx.bus, "binder", handlers, BinderCodec(), owner="binder"
+        ctx.bus, "binder", handlers, BinderCodec(), owner="binder", env=ctx.settings.extra
     )
 
     async def handle(deliveries, live: bool) -> None:

@@ -9,7 +9,6 @@ its newest snapshot (``services.nodewatch.snapshot``) and the log after it.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 
 from muster import snapshotting
@@ -20,13 +19,13 @@ from services.nodewatch.watch import NodeWatch
 
 
 async def run(ctx: ServiceContext) -> None:
-    timeout = float(os.environ.get("MUSTER_NODE_TIMEOUT", "30"))
+    timeout = float(ctx.settings.extra.get("MUSTER_NODE_TIMEOUT", "30"))
     watch = NodeWatch(timeout=timeout)
     s = ctx.subjects
     rebuilt = asyncio.Event()
     published: set[str] = set()
     snapshots, start_seq = await snapshotting.restored(
-        ctx.bus, "nodewatch", watch, NodeWatchCodec(), owner="nodewatch"
+        ctx.bus, "nodewatch", watch, NodeWatchCodec(), owner="nodewatch", env=ctx.settings.extra
     )
 
     async def handle(deliveries: list, live: bool) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 
 import asyncpg
 from muster.retention import RetentionPolicy, keep_bounded
@@ -60,7 +59,7 @@ async def keep_stream_bounded(ctx: ServiceContext, sink: PostgresSink, policy: R
 
 
 async def run(ctx: ServiceContext) -> None:
-    policy = RetentionPolicy.from_env(dict(os.environ))
+    policy = RetentionPolicy.from_env(ctx.settings.extra)
     pool = await until_database_answers(
         ctx,
         lambda: create_pool(
@@ -71,7 +70,7 @@ async def run(ctx: ServiceContext) -> None:
     try:
         sink = PostgresSink(pool)
         if policy is not None:
-            every = float(os.environ.get("MUSTER_RETENTION_INTERVAL", "30"))
+            every = float(ctx.settings.extra.get("MUSTER_RETENTION_INTERVAL", "30"))
             keeper = asyncio.create_task(keep_stream_bounded(ctx, sink, policy, every))
 
         def commit(batch: Prepared):

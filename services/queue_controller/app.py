@@ -49,7 +49,7 @@ async def load_book(ctx: ServiceContext, fold: QueueBook | None = None, start_se
 async def run(ctx: ServiceContext) -> None:
     fold = QueueBook()
     snapshots, start_seq = await snapshotting.restored(
-        ctx.bus, "queue-controller", fold, QueueBookCodec(), owner="queue-controller"
+        ctx.bus, "queue-controller", fold, QueueBookCodec(), owner="queue-controller", env=ctx.settings.extra
     )
     book = await load_book(ctx, fold, start_seq)
     if snapshots.due(live=False):

@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,22 +63,12 @@ class LiveSystem:
             )
 
 
-@contextlib.contextmanager
-def allocator_settings(config: AllocatorConfig, folder: Path) -> Iterator[None]:
-    """The allocator reads its settings from the environment when it starts: set them for this system."""
+def allocator_settings(config: AllocatorConfig, folder: Path) -> dict[str, str]:
+    """The settings an allocator deciding with ``config`` is started with (its configuration file
+    written into ``folder``)."""
     path = folder / "allocator.yaml"
     path.write_text(yaml.safe_dump(msgspec.to_builtins(config)))
-    wanted = {"MUSTER_ALLOCATOR_CONFIG": str(path), "MUSTER_CYCLE_INTERVAL": CYCLE_INTERVAL}
-    saved = {key: os.environ.get(key) for key in wanted}
-    os.environ.update(wanted)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    return {"MUSTER_ALLOCATOR_CONFIG": str(path), "MUSTER_CYCLE_INTERVAL": CYCLE_INTERVAL}
 
 
 @contextlib.asynccontextmanager
@@ -88,8 +77,14 @@ async def live_system(servers: Endpoints, home: Path, config: AllocatorConfig) -
     endpoints = Endpoints(
         nats_url=servers.nats_url, pg_dsn=servers.pg_dsn, prefix=f"t{uuid.uuid4().hex[:12]}"
     )
+    # Each system's settings are its own, never the process's environment: systems with other
+    # configurations may run side by side in one process.
     settings = Settings(
-        home=home, nats_url=endpoints.nats_url, pg_dsn=endpoints.pg_dsn, prefix=endpoints.prefix
+        home=home,
+        nats_url=endpoints.nats_url,
+        pg_dsn=endpoints.pg_dsn,
+        prefix=endpoints.prefix,
+        extra=allocator_settings(config, home),
     )
     await prepare(endpoints)
     bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="test")
@@ -97,12 +92,10 @@ async def live_system(servers: Endpoints, home: Path, config: AllocatorConfig) -
     stop = asyncio.Event()
     system = LiveSystem(endpoints, bus, db)
     try:
-        with allocator_settings(config, home):
-            for name in SERVICES:
-                run = importlib.import_module(f"services.{name}.app").run
-                system.tasks[name] = asyncio.create_task(run_service(name, run, endpoints, settings, stop))
-            # The allocator reads its settings once it has connected; it has when it announces itself.
-            await _allocator_started(system)
+        for name in SERVICES:
+            run = importlib.import_module(f"services.{name}.app").run
+            system.tasks[name] = asyncio.create_task(run_service(name, run, endpoints, settings, stop))
+        await _allocator_started(system)
         yield system
     finally:
         stop.set()
@@ -118,7 +111,7 @@ async def live_system(servers: Endpoints, home: Path, config: AllocatorConfig) -
 
 
 async def _allocator_started(system: LiveSystem) -> None:
-    """Wait until the allocator has taken its pool's lease: it has read its settings by then."""
+    """Wait until the allocator has taken its pool's lease and announced its configuration."""
     subject = system.endpoints.subjects.decisions("*")
     for _ in range(500):
         system.check()

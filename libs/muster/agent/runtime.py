@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import signal
 import socket
 import time
@@ -293,7 +294,7 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
     rebuilt = asyncio.Event()
     # The agent's fold starts from its node's newest snapshot: the log's tail is all it reads at start.
     snapshots, start_seq = await snapshotting.restored(
-        bus, consumer_name(config.node.name), agent, AgentCodec(), owner="agent"
+        bus, consumer_name(config.node.name), agent, AgentCodec(), owner="agent", env=os.environ
     )
 
     async def handle(deliveries: list, live: bool) -> None:
