@@ -31,8 +31,9 @@ from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 from services.allocator.fold import AllocatorFold
 from services.allocator.state import ClusterState, Job, Node, PodReq
 
-FORMAT = 2
-"""Bumped whenever the image changes shape: older snapshots are then skipped, not misread."""
+FORMAT = 3
+"""Bumped whenever the image changes shape or meaning: older snapshots are then skipped, not misread.
+(3: a queue's allocated sums count its pipelined pods.)"""
 
 CACHES = frozenset({"_pending_sorted", "_pending_added", "_pending_removed", "_requests_of", "_shape_of"})
 """``ClusterState`` attributes rebuilt from the rest, and not imaged."""

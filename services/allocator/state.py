@@ -385,7 +385,10 @@ class ClusterState:
         """Count pod i of job, in ``state``, into its queue's sums and the job's counters."""
         s = self._sums(job.queue)
         req = job.pods[i]
-        if state in ALLOCATED:
+        if state in HOLDING:
+            # A pipelined pod is its queue's already: a cycle charges it when it decides it, so one that
+            # runs before the binder confirms must count it too, or the queue looks short by that much
+            # and reclaims more than its fair share.
             gpu, cpu, mem = job.acct[i]
             s[A_GPU] += sign * gpu
             s[A_CPU] += sign * cpu
@@ -394,6 +397,7 @@ class ClusterState:
                 s[NP_GPU] += sign * gpu
                 s[NP_CPU] += sign * cpu
                 s[NP_MEM] += sign * mem
+        if state in ALLOCATED:
             job.n_running += sign
             if job.n_running == 0:
                 self.running_jobs.discard(job.name)
