@@ -8,6 +8,10 @@ log stays quiet: job statuses, each job's placement as a multiset of nodes
 (with device indices where the file pins them, for pods it says already
 run), pending reasons, and every queue's fair share and allocation. The
 live log then replays with no divergence.
+
+The live systems run ``CONCURRENT`` at a time in one event loop (each has
+its own stream, schema and settings), once for the module; each file's test
+then reads its own system's result.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -42,10 +47,24 @@ NEEDS_SIMULATED_TIME = {
     "reclaim-queue-min-runtime-expires": "its outcome comes after a min_runtime of 300 s",
 }
 
-SETTLE_SECONDS = 20.0
-"""How long a live system may take to reach the simulated outcome (most take well under one)."""
+SETTLE_SECONDS = 60.0
+"""How long a live system may take to reach the simulated outcome (most take well under one, alone)."""
 QUIET_SECONDS = 0.2
 """How long the log must stay unchanged once the outcome is reached: many allocator cycles."""
+CONCURRENT = 4
+"""Live systems at a time: most of a system's time is waiting for cycles and the projection."""
+
+
+@dataclass
+class LiveRun:
+    """What one scenario's live system reached, and what its log replays to."""
+
+    want: dict
+    got: dict | None = None
+    reached: bool = False
+    divergences: int = 0
+    first_divergence: dict | None = None
+    error: str | None = None
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +75,47 @@ def simulated() -> dict[str, dict]:
         capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     return {result["scenario"]: result for result in json.loads(out.stdout)}
+
+
+@pytest.fixture(scope="module")
+def live_runs(request, simulated, servers, tmp_path_factory) -> dict[str, LiveRun]:
+    """Every scenario file this session tests (and can run live), each on a live system of its own,
+    by file name."""
+    chosen = {
+        item.callspec.params["path"]
+        for item in request.session.items
+        if item.originalname == "test_live_reaches_the_simulated_outcome_and_replays_it"
+    }
+    paths = [path for path in FILES if path in chosen and path.stem not in NEEDS_SIMULATED_TIME]
+    return asyncio.run(_run_all(paths, simulated, servers, tmp_path_factory))
+
+
+async def _run_all(paths, simulated, servers, tmp_path_factory) -> dict[str, LiveRun]:
+    turns = asyncio.Semaphore(CONCURRENT)
+
+    async def one(path: Path) -> tuple[str, LiveRun]:
+        async with turns:
+            return path.stem, await _run_live(path, simulated, servers, tmp_path_factory.mktemp(path.stem))
+
+    return dict(await asyncio.gather(*(one(path) for path in paths)))
+
+
+async def _run_live(path: Path, simulated, servers, home: Path) -> LiveRun:
+    scenario = load_scenario(path)
+    run = LiveRun(want=outcome(simulated[scenario.name], scenario))
+    try:
+        async with live_system(servers, home, allocator_config(scenario)) as live:
+            applied = await apply(scenario, live.endpoints)
+            assert applied["running"] == sum(len(job.running) for job in scenario.jobs)
+            run.got, run.reached = await settled(live, scenario, run.want)
+            if run.reached:
+                report = replay(await log_from_nats(live.bus), live.endpoints.subjects)
+                run.divergences = report.divergences
+                if report.first_divergence is not None:
+                    run.first_divergence = report.first_divergence.to_builtins()
+    except Exception as exc:  # one system failing must not take the others' results with it
+        run.error = f"{type(exc).__name__}: {exc}"
+    return run
 
 
 def outcome(document: dict, scenario: Scenario) -> dict:
@@ -79,8 +139,9 @@ def outcome(document: dict, scenario: Scenario) -> dict:
     return {"jobs": jobs, "queues": queues}
 
 
-async def settled(live: LiveSystem, scenario: Scenario, want: dict) -> None:
-    """Wait until the live outcome is ``want`` and the log stays quiet; fail showing both if not."""
+async def settled(live: LiveSystem, scenario: Scenario, want: dict) -> tuple[dict | None, bool]:
+    """Wait until the live outcome is ``want`` and the log stays quiet: the last outcome seen, and
+    whether it was reached."""
     deadline = time.monotonic() + SETTLE_SECONDS
     got = None
     while time.monotonic() < deadline:
@@ -91,10 +152,10 @@ async def settled(live: LiveSystem, scenario: Scenario, want: dict) -> None:
             if got == want:
                 await asyncio.sleep(QUIET_SECONDS)
                 if await live.bus.last_seq() == seq:
-                    return
+                    return got, True
                 continue
         await asyncio.sleep(0.05)
-    assert got == want, f"{scenario.name}: live never reached the simulated outcome"
+    return got, False
 
 
 def cases() -> list:
@@ -106,13 +167,10 @@ def cases() -> list:
     return out
 
 
+@pytest.mark.timeout(1200)  # the first test waits for every live system (about a minute)
 @pytest.mark.parametrize("path", cases())
-async def test_live_reaches_the_simulated_outcome_and_replays_it(path, simulated, servers, tmp_path):
-    scenario = load_scenario(path)
-    want = outcome(simulated[scenario.name], scenario)
-    async with live_system(servers, tmp_path, allocator_config(scenario)) as live:
-        applied = await apply(scenario, live.endpoints)
-        assert applied["running"] == sum(len(job.running) for job in scenario.jobs)
-        await settled(live, scenario, want)
-        report = replay(await log_from_nats(live.bus), live.endpoints.subjects)
-    assert report.divergences == 0, report.first_divergence and report.first_divergence.to_builtins()
+def test_live_reaches_the_simulated_outcome_and_replays_it(path, live_runs):
+    run = live_runs[path.stem]
+    assert run.error is None, f"{path.stem}: {run.error}"
+    assert run.reached and run.got == run.want, f"{path.stem}: live never reached the simulated outcome"
+    assert run.divergences == 0, run.first_divergence
