@@ -162,6 +162,14 @@ class Snapshotter:
             config_digest=self.config_digest,
         )
         if meta is None:
+            if first_seq > 1:
+                # Silently folding what is left would give a state without the purged history.
+                log.warning(
+                    "%s: no usable snapshot (format %d%s) covers sequences before %d, which the stream "
+                    "no longer holds: the state folded from here lacks them; the archive keeps them "
+                    "(muster replay --source postgres)", self.name, self.codec.format,
+                    f", configuration {self.config_digest}" if self.config_digest else "", first_seq,
+                )  # fmt: skip
             return 1
         log.info(
             "%s: restored its state at sequence %d (%s) in %.2fs", self.name, meta.seq,

@@ -101,6 +101,16 @@ def test_a_restarted_fold_starts_after_its_newest_snapshot(tmp_path):
     assert asyncio.run(snapshotter(tmp_path, Counter(), every=3).restore(first_seq=9)) == 1
 
 
+def test_a_fold_that_can_only_start_from_a_purged_stream_says_what_it_lacks(tmp_path, caplog):
+    assert asyncio.run(snapshotter(tmp_path, Counter(), every=3).restore(first_seq=9)) == 1
+    assert "counter: no usable snapshot (format 1) covers sequences before 9" in caplog.text
+
+
+def test_a_fold_of_a_whole_stream_starts_from_it_without_a_word(tmp_path, caplog):
+    assert asyncio.run(snapshotter(tmp_path, Counter(), every=3).restore(first_seq=1)) == 1
+    assert "no usable snapshot" not in caplog.text
+
+
 def test_zero_takes_no_snapshots_and_the_defaults_are_ten_thousand_ten_seconds_and_64_kept(tmp_path):
     fold = Counter()
     fold.fold(10**6)
