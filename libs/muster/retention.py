@@ -81,17 +81,10 @@ def purge_floor(
 
 async def newest_snapshots(js, stream: str) -> dict[str, int]:
     """Each fold's newest snapshot sequence, over every owner's store that exists (none is created)."""
-    from nats.js.errors import BucketNotFoundError, NotFoundError
-
-    from muster.runtime.security import SNAPSHOT_OWNERS
-    from muster.snapshots import ObjectStoreSnapshots, snapshot_bucket
+    from muster.snapshots import existing_stores
 
     newest: dict[str, int] = {}
-    for owner in SNAPSHOT_OWNERS:
-        try:
-            store = ObjectStoreSnapshots(await js.object_store(snapshot_bucket(stream, owner)))
-        except (BucketNotFoundError, NotFoundError):
-            continue
+    for _, store in await existing_stores(js, stream):
         for meta in await store.list():
             newest[meta.fold] = max(newest.get(meta.fold, 0), meta.seq)
     return newest

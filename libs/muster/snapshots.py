@@ -253,6 +253,21 @@ class ObjectStoreSnapshots:
             await self.store.delete(meta.key)
 
 
+async def existing_stores(js, stream: str) -> list[tuple[str, ObjectStoreSnapshots]]:
+    """Every snapshot writer's store that exists (none is created), with its owner's name."""
+    from nats.js.errors import BucketNotFoundError, NotFoundError
+
+    from muster.runtime.security import SNAPSHOT_OWNERS
+
+    out = []
+    for owner in SNAPSHOT_OWNERS:
+        try:
+            out.append((owner, ObjectStoreSnapshots(await js.object_store(snapshot_bucket(stream, owner)))))
+        except (BucketNotFoundError, NotFoundError):
+            continue
+    return out
+
+
 async def restore_newest(
     store,
     fold: str,
@@ -278,3 +293,47 @@ async def restore_newest(
         except Exception as exc:  # noqa: BLE001 — a store that cannot serve one object may serve an older one
             log.warning("snapshot %s not read: %s: %s", meta.key, type(exc).__name__, exc)
     return None
+
+
+class FoldSnapshots(msgspec.Struct, frozen=True, kw_only=True):
+    """What the store keeps of one fold: how many snapshots, the newest, and their bytes."""
+
+    fold: str
+    owner: str
+    """The login whose store holds them ("" for the allocators')."""
+    count: int
+    newest_seq: int
+    newest_taken_at: float
+    size: int
+
+
+SERVICE_FOLDS = frozenset({"binder", "nodewatch", "queue-controller"})
+"""Folds of services that restart from their snapshots (with every pool's allocator, ``allocator-*``)."""
+
+
+def is_service_fold(fold: str) -> bool:
+    """Whether ``fold`` is a service's, which restarts from its snapshots: forgetting them would make it
+    start from the stream alone, without what retention purged."""
+    return fold in SERVICE_FOLDS or fold.startswith("allocator-")
+
+
+def by_fold(owned: Iterable[tuple[str, SnapshotMeta]]) -> list[FoldSnapshots]:
+    """(owner, snapshot) pairs summed up per fold, the fold whose newest snapshot is oldest first: it is
+    the one that holds retention back the furthest."""
+    groups: dict[tuple[str, str], list[SnapshotMeta]] = {}
+    for owner, meta in owned:
+        groups.setdefault((meta.fold, owner), []).append(meta)
+    out = []
+    for (fold, owner), metas in groups.items():
+        newest = max(metas, key=lambda m: m.seq)
+        out.append(
+            FoldSnapshots(
+                fold=fold,
+                owner=owner,
+                count=len(metas),
+                newest_seq=newest.seq,
+                newest_taken_at=newest.taken_at,
+                size=sum(m.size for m in metas),
+            )
+        )
+    return sorted(out, key=lambda f: (f.newest_seq, f.fold))

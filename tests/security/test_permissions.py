@@ -6,12 +6,14 @@ import pytest
 from muster.bus.nats import subject_matches
 from muster.runtime.security import (
     NATS_USERS,
+    SNAPSHOT_OWNERS,
     NatsAuth,
     inbox_prefix,
     nats_permissions,
     render_nats_conf,
     render_permissions,
 )
+from muster.snapshots import snapshot_bucket
 from muster.subjects import Subjects
 
 S = Subjects("muster")
@@ -149,3 +151,16 @@ def test_without_passwords_the_config_has_no_users(tmp_path):
 def test_a_nats_auth_never_shows_its_passwords():
     auth = NatsAuth("muster", {"cli": "very-secret"})
     assert "very-secret" not in repr(auth)
+
+
+def test_each_snapshot_store_is_written_by_its_own_login_alone():
+    for owner in SNAPSHOT_OWNERS:
+        bucket = snapshot_bucket(S.stream, owner)
+        assert publishers(f"$O.{bucket}.C.chunk") == {owner or "allocator"}, owner
+
+
+def test_the_cli_may_forget_snapshots_but_never_write_one():
+    for owner in SNAPSHOT_OWNERS:
+        bucket = snapshot_bucket(S.stream, owner)
+        assert publishers(f"$O.{bucket}.M.record") == {owner or "allocator", "cli"}, owner
+        assert publishers(f"$JS.API.STREAM.PURGE.OBJ_{bucket}") == {owner or "allocator", "cli"}, owner

@@ -12,6 +12,7 @@ import asyncio
 import nats
 import pytest
 from muster import liveness
+from muster.cli.snapshots_cmd import forget
 from muster.events import (
     BindRequested,
     LeaderElected,
@@ -27,6 +28,7 @@ from muster.events import (
 from muster.fencing import EpochFence
 from muster.lease import lease_bucket
 from muster.runtime.security import NATS_USERS, inbox_prefix, nats_connect_options
+from muster.snapshots import ObjectStoreSnapshots, sealed
 
 from tests.polling import wait_until
 from tests.security.conftest import SUBJECTS
@@ -166,6 +168,19 @@ async def test_a_standby_allocator_asks_after_the_leader_under_its_own_login(sec
     finally:
         await leader.close()
         await standby.close()
+
+
+async def test_the_cli_forgets_an_agents_snapshots_under_its_own_login(secured_nats):
+    agent = await secured_nats.bus("agent")
+    cli = await secured_nats.bus("cli")
+    try:
+        store = await ObjectStoreSnapshots.open(agent.js, SUBJECTS.stream, "agent")
+        await store.put(*sealed("agent-gpu-7", 10, b"state", digest="d", format=1))
+        assert await forget(cli, "agent-gpu-7") == 1
+        assert await store.list("agent-gpu-7") == []
+    finally:
+        await agent.close()
+        await cli.close()
 
 
 # -- event types bound to subjects -----------------------------------------------------------------

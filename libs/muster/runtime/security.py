@@ -134,6 +134,13 @@ SNAPSHOT_OWNERS = ("", "binder", "nodewatch", "queue-controller", "agent")
 """The logins that write snapshots, each in its own bucket (the allocator's has no owner's name)."""
 
 
+def _snapshot_forgetting(stream: str, owner: str) -> tuple[str, ...]:
+    """Deleting snapshots from ``owner``'s store (``muster snapshots forget``): marking their records
+    deleted and purging their chunks, never writing a snapshot."""
+    bucket = snapshot_bucket(stream, owner)
+    return (f"$O.{bucket}.M.>", f"$JS.API.STREAM.PURGE.OBJ_{bucket}")
+
+
 def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     """Every NATS user's allow lists for the system with this subject prefix.
 
@@ -184,6 +191,7 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             s.podgroups,
             logs,
             *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_store(stream, write=False, owner=owner)),
+            *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_forgetting(stream, owner)),
         ),
         # Every machine agent logs in as `agent`: each can write the others' snapshots (as it can
         # publish their pod facts), but no service's.
