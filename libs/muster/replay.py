@@ -241,12 +241,13 @@ def _replay_pool(
         new = AllocatorFold(engine(record.config, pool), pool)
         digest = record.config.digest()
         after = 0
-        if (
-            start is not None
-            and start.meta.config_digest == digest
-            and start.meta.seq <= record.completed.watermark
-        ):
-            codec.restore_image(new, start.image, start.meta.digest)
+        # A snapshot of another configuration serves as well: the fold's state is what the log says,
+        # and the image refuses a state folded another way (other pools, forgetting, usage window).
+        if start is not None and start.meta.seq <= record.completed.watermark:
+            try:
+                codec.restore_image(new, start.image, start.meta.digest)
+            except ValueError:
+                return new, after
             after = start.meta.seq
             report.started_from[pool] = after
         return new, after

@@ -3,9 +3,10 @@
 Replaying the cycles whose watermark lies in [from, to] needs each pool's
 state before its first such cycle, and each cycle's record, published a
 little after its watermark. With snapshots (``muster.snapshots``) the state
-comes from the newest snapshot of the pool, under the configuration of
-that first cycle, taken at or before its watermark; the log is read from
-just after the snapshot. A pool without one is folded from the start of
+comes from the newest snapshot of the pool taken at or before its
+watermark, under the configuration of that first cycle if there is one
+(else another's: the state folded is the same); the log is read from just
+after the snapshot. A pool without one is folded from the start of
 the log. So a window's cost follows the window and the snapshot interval,
 not the length of the history.
 
@@ -128,8 +129,10 @@ async def _start_for(store, metas, fold: str, c: CycleCompleted, first: int, to:
     before it; or, where the stream lacks what came before (purged), the oldest it can use at all
     (replay then leaves the cycles before that snapshot unchecked)."""
     own = [m for m in metas if m.fold == fold]
-    kw = {"format": codec.FORMAT, "at_least": first - 1, "config_digest": c.config_digest}
-    candidates = sn.choose(own, at_most=c.watermark, **kw)
+    kw = {"format": codec.FORMAT, "at_least": first - 1}
+    # One of the cycle's configuration first; else one of another, which folded the same state.
+    candidates = sn.choose(own, at_most=c.watermark, config_digest=c.config_digest, **kw)
+    candidates = candidates or sn.choose(own, at_most=c.watermark, **kw)
     if not candidates and first > 1:
         candidates = sorted(sn.choose(own, at_most=to, **kw), key=lambda m: m.seq)
     for meta in candidates:

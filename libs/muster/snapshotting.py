@@ -153,14 +153,17 @@ class Snapshotter:
         metas = await self.store.list(self.name)
         self.newest = max((m.seq for m in metas), default=0)
         started = time.perf_counter()
-        meta = await sn.restore_newest(
-            self.store,
-            self.name,
-            lambda meta, image: self.codec.restore(self.fold, image, meta.digest),
-            format=self.codec.format,
-            at_least=first_seq - 1,
-            config_digest=self.config_digest,
-        )
+
+        def restore(meta: sn.SnapshotMeta, image: bytes) -> None:
+            self.codec.restore(self.fold, image, meta.digest)
+
+        kw = {"format": self.codec.format, "at_least": first_seq - 1}
+        meta = await sn.restore_newest(self.store, self.name, restore, config_digest=self.config_digest, **kw)
+        if meta is None and self.config_digest:
+            # A fold's state is what the log says, whatever configuration folded it, beyond what its codec
+            # checks on restore (and refuses): after a configuration change, a snapshot taken under the
+            # old one serves, where folding again from the stream would lack what retention purged.
+            meta = await sn.restore_newest(self.store, self.name, restore, **kw)
         if meta is None:
             if first_seq > 1:
                 # Silently folding what is left would give a state without the purged history.

@@ -171,8 +171,9 @@ async def run(ctx: ServiceContext) -> None:
     async def holder_gone(holder: str) -> bool:
         return await liveness.gone(ctx.bus.nc, ctx.subjects.alive(pool, holder), min(PROBE_TIMEOUT, ttl / 3))
 
-    # Only a snapshot taken under this very configuration is restored: another would have folded the
-    # log differently. Each records its configuration, for replay to start from it.
+    # A snapshot of this configuration is restored first; after a configuration change, one of the old
+    # (the state folded is the same; the image refuses one folded for other pools, usage window or
+    # forgetting). Each records its configuration, for replay to decide with it.
     snapshots = Snapshotter(
         await ObjectStoreSnapshots.open(ctx.bus.js, ctx.subjects.stream),
         fold_name(pool),

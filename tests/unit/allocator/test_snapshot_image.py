@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from muster.replay import load_log
+from muster.snapshots import DirectorySnapshots
+from muster.snapshotting import Snapshotter
 from muster.subjects import Subjects, subject_matches
 
 from services.allocator import snapshot as codec
@@ -128,3 +131,36 @@ def test_the_digest_does_not_depend_on_the_process_string_hashing():
     )
     digests = digests_under_two_hash_seeds(script)
     assert len(digests) == 1
+
+
+def snapshotter(tmp_path, fold: AllocatorFold, config: AllocatorConfig) -> Snapshotter:
+    return Snapshotter(
+        DirectorySnapshots(tmp_path),
+        "allocator-default",
+        fold,
+        codec.AllocatorCodec(),
+        every=1,
+        config_digest=config.digest(),
+    )
+
+
+def test_after_a_configuration_change_a_fold_restores_a_snapshot_of_the_old_one(tmp_path, messages):
+    k = len(messages) // 2
+    old = fold_all(new_fold(), messages[:k])
+    asyncio.run(snapshotter(tmp_path, old, AllocatorConfig()).take())
+    spread = AllocatorConfig(placement_gpu="spread")
+    restarted = AllocatorFold(Allocator(spread, frozenset({"default"})), "default")
+    # The stream no longer holds the log before the snapshot: without it, the fold would lack it all.
+    start = asyncio.run(snapshotter(tmp_path, restarted, spread).restore(first_seq=messages[k].seq))
+    assert start == messages[k - 1].seq + 1
+    restored = fold_all(restarted, messages[k:])
+    whole = fold_all(AllocatorFold(Allocator(spread, frozenset({"default"})), "default"), messages)
+    assert codec.digest_of(restored) == codec.digest_of(whole)
+
+
+def test_a_snapshot_folded_another_way_is_still_refused_after_a_configuration_change(tmp_path, messages):
+    k = len(messages) // 2
+    asyncio.run(snapshotter(tmp_path, fold_all(new_fold(), messages[:k]), AllocatorConfig()).take())
+    forgetting = AllocatorConfig(forget_finished=True)
+    restarted = AllocatorFold(Allocator(forgetting, frozenset({"default"})), "default")
+    assert asyncio.run(snapshotter(tmp_path, restarted, forgetting).restore(first_seq=messages[k].seq)) == 1

@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 import pytest
 from muster import snapshots as sn
-from muster.events import CycleCompleted
-from muster.replay import Start, load_log, replay
+from muster.events import AllocatorConfigured, CycleCompleted
+from muster.replay import LoggedMessage, Start, load_log, replay
 from muster.subjects import Subjects, subject_matches
 
 from services.allocator import snapshot as codec
@@ -34,9 +34,10 @@ def recorded_config(log) -> AllocatorConfig:
     raise AssertionError("the golden log records its configuration")
 
 
-def snapshot_at(log, seq: int) -> Start:
-    """What the live allocator would have stored after folding the message at ``seq``."""
-    config = recorded_config(log)
+def snapshot_at(log, seq: int, config: AllocatorConfig | None = None) -> Start:
+    """What the live allocator would have stored after folding the message at ``seq`` (deciding with
+    ``config``, by default the one the log records)."""
+    config = config or recorded_config(log)
     fold = AllocatorFold(Allocator(config, frozenset({"default"})), "default")
     wanted = consumed_subjects(SUBJECTS, "default")
     for m in log:
@@ -96,9 +97,19 @@ def test_a_snapshot_whose_state_is_not_what_the_log_gives_is_reported(log):
     assert report.snapshot_mismatches == [wrong.key]
 
 
-def test_a_snapshot_of_another_configuration_is_not_used_to_start(log):
+def test_after_a_configuration_change_a_window_starts_from_a_snapshot_of_the_old_one(log):
+    # The allocator snapshotted under another configuration, then restarted with the log's: its first
+    # record after the snapshot announces it. The state folded is the same, whatever decided with it.
     marks = watermarks(log)
-    start = snapshot_at(log, marks[len(marks) // 2])
-    other = Start(msgspec.structs.replace(start.meta, config_digest="another"), start.image)
-    report = replay(log, SUBJECTS, from_seq=start.meta.seq + 1, starts={"default": other})
-    assert report.started_from == {} and report.divergences == 0
+    old = msgspec.structs.replace(recorded_config(log), placement_gpu="spread")
+    start = snapshot_at(log, marks[len(marks) // 2], old)
+    assert start.meta.config_digest != recorded_config(log).digest()
+    tail = [m for m in log if m.seq > start.meta.seq]
+    i = next(i for i, m in enumerate(tail) if m.subject == SUBJECTS.decisions("default"))
+    announced = next(e for m in log for e in m.events if isinstance(e, AllocatorConfigured))
+    tail[i] = LoggedMessage(tail[i].seq, tail[i].subject, [announced, *tail[i].events])
+
+    report = replay(tail, SUBJECTS, from_seq=start.meta.seq + 1, starts={"default": start})
+
+    assert report.started_from == {"default": start.meta.seq}
+    assert report.divergences == 0 and report.cycles > 0
