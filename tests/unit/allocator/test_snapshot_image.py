@@ -164,3 +164,25 @@ def test_a_snapshot_folded_another_way_is_still_refused_after_a_configuration_ch
     forgetting = AllocatorConfig(forget_finished=True)
     restarted = AllocatorFold(Allocator(forgetting, frozenset({"default"})), "default")
     assert asyncio.run(snapshotter(tmp_path, restarted, forgetting).restore(first_seq=messages[k].seq)) == 1
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"placement_gpu": "spread"},
+        {"placement_cpu": "spread"},
+        {"actions": ["allocate"]},
+        {"reclaimer_utilization_multiplier": 2.0},
+        {"stale_gang_grace": 5.0},
+    ],
+)
+def test_the_state_a_log_folds_to_does_not_depend_on_how_the_allocator_decides(messages, settings):
+    # What a snapshot of another configuration may be restored on: the decisions are on the log already.
+    other = AllocatorFold(Allocator(AllocatorConfig(**settings), frozenset({"default"})), "default")
+    half = len(messages) // 2
+    assert codec.digest_of(fold_all(other, messages[:half])) == codec.digest_of(
+        fold_all(new_fold(), messages[:half])
+    )
+    assert codec.digest_of(fold_all(other, messages[half:])) == codec.digest_of(
+        fold_all(new_fold(), messages)
+    )
