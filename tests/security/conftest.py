@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -39,6 +41,16 @@ class SecuredNats:
         # A refused publish gets no answer: wait briefly, not the default ten seconds.
         bus.js._timeout = 1.0
         return bus
+
+    @contextlib.asynccontextmanager
+    async def buses(self, *users: str) -> AsyncIterator[list[NatsBus]]:
+        """One connection per user named, each under its own login, all closed at the end."""
+        connected = [await self.bus(user) for user in users]
+        try:
+            yield connected
+        finally:
+            for bus in connected:
+                await bus.close()
 
 
 async def _create_stream(secured: SecuredNats) -> None:

@@ -156,31 +156,21 @@ async def test_an_agent_answers_a_log_request_on_the_requesters_inbox(secured_na
 
 
 async def test_a_standby_allocator_asks_after_the_leader_under_its_own_login(secured_nats):
-    leader = await secured_nats.bus("allocator")
-    standby = await secured_nats.bus("allocator")
     subject = SUBJECTS.alive("default", "a1")
-    try:
+    async with secured_nats.buses("allocator", "allocator") as (leader, standby):
         await liveness.answer_probes(leader.nc, subject)
         await leader.nc.flush()
         await standby.nc.request(subject, b"", timeout=2)  # answered, not merely unrefused
         await leader.close()
         assert await wait_until(lambda: liveness.gone(standby.nc, subject, timeout=2), what="the leader gone")
-    finally:
-        await leader.close()
-        await standby.close()
 
 
 async def test_the_cli_forgets_an_agents_snapshots_under_its_own_login(secured_nats):
-    agent = await secured_nats.bus("agent")
-    cli = await secured_nats.bus("cli")
-    try:
+    async with secured_nats.buses("agent", "cli") as (agent, cli):
         store = await ObjectStoreSnapshots.open(agent.js, SUBJECTS.stream, "agent")
         await store.put(*sealed("agent-gpu-7", 10, b"state", digest="d", format=1))
         assert await forget(cli, "agent-gpu-7") == 1
         assert await store.list("agent-gpu-7") == []
-    finally:
-        await agent.close()
-        await cli.close()
 
 
 # -- event types bound to subjects -----------------------------------------------------------------
