@@ -31,12 +31,11 @@ from muster.events import (
     PendingReasons,
     decode_event,
 )
+from muster.scheduler import snapshot as codec
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import AllocatorFold, consumed_subjects, fold_name
 from muster.subjects import Subjects, subject_matches
-from services.allocator import snapshot as codec
-from services.allocator.app import consumed_subjects
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold, fold_name
 
 
 @dataclass(frozen=True)

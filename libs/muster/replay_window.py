@@ -23,9 +23,9 @@ from typing import Protocol
 from muster import snapshots as sn
 from muster.events import CycleCompleted
 from muster.replay import LoggedMessage, Start, messages_of_rows, recorded_cycles
+from muster.scheduler import snapshot as codec
+from muster.scheduler.fold import fold_name
 from muster.subjects import Subjects
-from services.allocator import snapshot as codec
-from services.allocator.fold import fold_name
 
 RECORD_SLACK = 10_000
 """How far past the window to look for the records of its last cycles, at most: a cycle's record is

@@ -1,8 +1,8 @@
 """Run a scenario through the real allocator, in one process.
 
 One code path: the scenario becomes events on an in-process append-only log;
-the live allocator's fold (``services.allocator.fold.AllocatorFold``) and the
-simulated fleet (``services.binder.sim.SimFleet``) read every event of that
+the live allocator's fold (``muster.scheduler.fold.AllocatorFold``) and the
+simulated fleet (``muster.fleet.sim.SimFleet``) read every event of that
 log, including their own. The fleet first reports the pods the scenario says
 already run (it was handed them with its nodes). Then each cycle:
 
@@ -27,13 +27,13 @@ import msgspec
 
 from muster import events as ev
 from muster.cycle_record import cycle_record
+from muster.fleet.sim import SimFleet
 from muster.scenario import model as m
 from muster.scenario.convert import allocator_config, scenario_events
-from services.allocator.config import AllocatorConfig
-from services.binder.sim import SimFleet
+from muster.scheduler.config import AllocatorConfig
 
 if TYPE_CHECKING:
-    from services.allocator.engine import Allocator
+    from muster.scheduler.engine import Allocator
 
 # -- the result, in the shape spec/scenario-format.md prints -----------------
 
@@ -115,8 +115,8 @@ class Simulation:
     afterwards ``log`` holds every event in order (a replayable history)."""
 
     def __init__(self, scenario: m.Scenario, config: AllocatorConfig | None = None) -> None:
-        from services.allocator.engine import Allocator
-        from services.allocator.fold import AllocatorFold
+        from muster.scheduler.engine import Allocator
+        from muster.scheduler.fold import AllocatorFold
 
         self.scenario = scenario
         self.log = EventLog()

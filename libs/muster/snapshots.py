@@ -2,7 +2,7 @@
 
 A snapshot is the whole state of one fold (the allocator of a pool, ...)
 after the message at ``seq``, as the fold's own canonical image (typed
-bytes: see ``services.allocator.snapshot`` and ``muster.snapshotting``): restored, folding on from
+bytes: see ``muster.scheduler.snapshot`` and ``muster.snapshotting``): restored, folding on from
 ``seq + 1`` gives what folding from sequence 1 gives. Two digests guard it:
 
 - ``digest``: the state's own digest, of what the log alone decides in it
@@ -186,6 +186,10 @@ class DirectorySnapshots:
             (self.path / meta.key).with_suffix(suffix).unlink(missing_ok=True)
 
 
+SNAPSHOT_OWNERS = ("", "binder", "nodewatch", "queue-controller", "agent")
+"""The logins that write snapshots, each in its own bucket (the allocator's has no owner's name)."""
+
+
 def snapshot_bucket(stream: str, owner: str = "") -> str:
     """The object store holding the snapshots ``owner`` (a NATS user) writes.
 
@@ -256,8 +260,6 @@ class ObjectStoreSnapshots:
 async def existing_stores(js, stream: str) -> list[tuple[str, ObjectStoreSnapshots]]:
     """Every snapshot writer's store that exists (none is created), with its owner's name."""
     from nats.js.errors import BucketNotFoundError, NotFoundError
-
-    from muster.runtime.security import SNAPSHOT_OWNERS
 
     out = []
     for owner in SNAPSHOT_OWNERS:

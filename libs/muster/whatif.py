@@ -18,8 +18,8 @@ import msgspec
 from muster import events as ev
 from muster.replay import LoggedMessage
 from muster.scenario import model as m
+from muster.scheduler.config import AllocatorConfig
 from muster.simulate import Simulation
-from services.allocator.config import AllocatorConfig
 
 STEP = 1.0  # seconds of simulated time per cycle of the what-if run
 

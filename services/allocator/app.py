@@ -14,29 +14,17 @@ import msgspec
 import yaml
 from muster import liveness, snapshotting
 from muster.lease import Lease, lease_bucket
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import consumed_subjects, fold_name
+from muster.scheduler.snapshot import AllocatorCodec
 from muster.service import ServiceContext, rebuild_then_consume
 from muster.snapshots import ObjectStoreSnapshots
 from muster.snapshotting import Snapshotter
-from muster.subjects import Subjects
 
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
-from services.allocator.fold import fold_name
 from services.allocator.handlers import AllocatorHandlers
-from services.allocator.snapshot import AllocatorCodec
 
 log = logging.getLogger(__name__)
-
-
-def consumed_subjects(subjects: Subjects, pool: str) -> list[str]:
-    """What an allocator of ``pool`` reads; replay folds exactly these."""
-    return [
-        subjects.nodes(pool),
-        subjects.queues,
-        subjects.podgroups,
-        subjects.decisions(pool),
-        subjects.pods(pool),
-    ]
 
 
 def load_config(env: dict[str, str]) -> AllocatorConfig:

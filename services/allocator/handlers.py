@@ -1,6 +1,6 @@
 """The live allocator around the shared fold: read deliveries, run cycles, publish decisions.
 
-The allocator's state is a fold of the log (``services.allocator.fold``),
+The allocator's state is a fold of the log (``muster.scheduler.fold``),
 its own decisions included: after publishing a cycle's decisions the
 allocator waits until it has read them back before it runs the next cycle,
 so every cycle is a function of the log prefix up to its watermark, and
@@ -19,12 +19,11 @@ from muster.bus import Bus, Delivery, chunk_events
 from muster.cycle_record import cycle_record
 from muster.events import AllocatorConfigured, BindRequested, LeaderElected, QueueStatus
 from muster.health import Metrics
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import AllocatorFold
+from muster.scheduler.state import is_stale
 from muster.subjects import Subjects
 from opentelemetry import trace
-
-from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold
-from services.allocator.state import is_stale
 
 FOLD_SLICE = 0.02
 """Seconds of folding after which ``handle`` lets the service's other work run (its lease above all):

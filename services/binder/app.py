@@ -11,10 +11,10 @@ import asyncio
 import time
 
 from muster import snapshotting
+from muster.fleet.sim import SimFleet
 from muster.service import ServiceContext, rebuild_then_consume
 
 from services.binder.handlers import BinderHandlers
-from services.binder.sim import SimFleet
 from services.binder.snapshot import BinderCodec
 
 TICK_SECONDS = 0.2  # how often run time is checked for completions

@@ -10,10 +10,9 @@ from muster import telemetry
 from muster.bus import Bus, Delivery, chunk_events
 from muster.events import BindRejected, BindRequested, Event
 from muster.fencing import EpochFence, rejection
+from muster.fleet.sim import SimFleet
 from muster.health import Metrics
 from muster.subjects import Subjects
-
-from services.binder.sim import SimFleet
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ import heapq
 import msgspec
 from muster import events as ev
 from muster.fencing import EpochFence
+from muster.fleet import sim
 from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
-from services.binder import sim
 from services.binder.handlers import BinderHandlers
 
 FORMAT = 2

@@ -3,7 +3,7 @@
 ``MUSTER_NODE_TIMEOUT`` (seconds, default 30) is how long an agent node may
 go without a heartbeat. A restarted monitor counts every node as heard at
 its start, so its own restart never declares a node lost. It starts from
-its newest snapshot (``services.nodewatch.snapshot``) and the log after it.
+its newest snapshot (``muster.nodes.snapshot``) and the log after it.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import asyncio
 import time
 
 from muster import snapshotting
+from muster.nodes.snapshot import NodeWatchCodec
+from muster.nodes.watch import NodeWatch
 from muster.service import ServiceContext, rebuild_then_consume
-
-from services.nodewatch.snapshot import NodeWatchCodec
-from services.nodewatch.watch import NodeWatch
 
 
 async def run(ctx: ServiceContext) -> None:

@@ -4,27 +4,9 @@ from __future__ import annotations
 
 from muster import telemetry
 from muster.bus import Bus, Delivery, chunk_events
-from muster.events import Event, WorkloadRejected, WorkloadSubmitted
+from muster.events import WorkloadSubmitted
+from muster.grouping.submission import group_submission
 from muster.subjects import Subjects
-
-from services.podgrouper import command_job, muster_job  # noqa: F401  (register the muster kinds)
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
-
-
-def group_submission(submission: WorkloadSubmitted) -> list[Event]:
-    """PodGroupCreated for each gang of the workload, or one WorkloadRejected naming the field."""
-    try:
-        return list(
-            group_manifests(
-                submission.manifests,
-                submitted_at=submission.submitted_at,
-                uid=submission.uid,
-                queue_override=submission.queue,
-            )
-        )
-    except ManifestError as exc:
-        return [WorkloadRejected(uid=submission.uid, error=exc.message, field=exc.path)]
 
 
 class PodgrouperHandlers:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from muster import telemetry
 from muster.bus import Delivery, NatsBus, chunk_events
 from muster.events import CancelRequested, Event, WorkloadSubmitted
+from muster.grouping.tenancy import Owners, decide_cancel, decide_submission
 from muster.subjects import Subjects
-
-from services.podgrouper.tenancy import Owners, decide_cancel, decide_submission
 
 
 class TenantHandlers:

@@ -10,9 +10,9 @@ import asyncpg
 from muster.retention import RetentionPolicy, keep_bounded
 from muster.service import ServiceContext
 from muster.store import create_pool
+from muster.store.sink import PostgresSink, Prepared
 
 from services.projector.pipeline import Pipeline
-from services.projector.sink import PostgresSink, Prepared
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from muster.bus import Delivery
-
-from services.projector.sink import Prepared, prepare
+from muster.store.sink import Prepared, prepare
 
 
 class Pipeline:

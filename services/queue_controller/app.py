@@ -20,11 +20,10 @@ import logging
 from muster import snapshotting
 from muster.bus import Delivery
 from muster.events import DeleteQueue, QueueSpec, UpsertQueue
+from muster.queues.decide import Book, decide, evolve
+from muster.queues.default import DEFAULT_QUEUE as FALLBACK_QUEUE
+from muster.queues.snapshot import QueueBook, QueueBookCodec
 from muster.service import ServiceContext
-
-from services.podgrouper.metadata import DEFAULT_QUEUE as FALLBACK_QUEUE
-from services.queue_controller.decide import Book, decide, evolve
-from services.queue_controller.snapshot import QueueBook, QueueBookCodec
 
 log = logging.getLogger(__name__)
 

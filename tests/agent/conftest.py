@@ -37,7 +37,7 @@ CLI = (
 )
 # The podgrouper with the Command kind installed, whether or not its handlers import it yet.
 PODGROUPER = (
-    "import services.podgrouper.command_job; from muster.service import service_main; "
+    "import muster.grouping.command_job; from muster.service import service_main; "
     "from services.podgrouper.app import run; service_main('podgrouper', run)"
 )
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from services.podgrouper.command_job import manifest
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
+from muster.grouping.command_job import manifest
+from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
 
 
 def group(**spec):

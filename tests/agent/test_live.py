@@ -11,8 +11,8 @@ import pytest
 from muster import events as ev
 from muster.agent import procs
 from muster.bus import NatsBus
+from muster.scheduler.actions import REGISTRY as ACTIONS
 
-from services.allocator.actions import REGISTRY as ACTIONS
 from tests.agent.conftest import POD_PYTHON, events, muster, queues, read_json_lines
 from tests.polling import wait_for
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from muster import events as ev
-
-from services.nodewatch.watch import NodeWatch
+from muster.nodes.watch import NodeWatch
 
 AGENT = {"muster.dev/backend": "agent"}
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from muster import events as ev
-
-from services.binder.sim import SimFleet
-from services.projector.convert import PodChange, convert
+from muster.fleet.sim import SimFleet
+from muster.store.convert import PodChange, convert
 
 
 def test_the_sim_fleet_neither_confirms_nor_refuses_binds_to_an_agent_node():

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import httpx
 from muster.bus import Delivery
+from muster.store.sink import PostgresSink
 
 from services.dashboard.api import create_app
-from services.projector.sink import PostgresSink
 
 
 async def api_over(pg_pool, history: list[list]) -> AsyncIterator[httpx.AsyncClient]:

@@ -23,10 +23,10 @@ import yaml
 from muster.bus import NatsBus
 from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import prepare
+from muster.scheduler.config import AllocatorConfig
 from muster.service import run_service
 from muster.store import connect
 
-from services.allocator.config import AllocatorConfig
 from tests.conftest import drop_schema
 
 # What a scenario needs: no agent nodes to watch, no dashboard to serve.

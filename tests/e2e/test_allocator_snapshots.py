@@ -8,8 +8,8 @@ import pytest
 from muster.events import BindRequested, CycleCompleted, PodBound
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
+from muster.scheduler.fold import fold_name
 
-from services.allocator.fold import fold_name
 from tests.e2e.conftest import SERVICE_ENV, log_of, muster, run, status
 from tests.e2e.snapshot_steps import SNAPSHOT_ENV, first_jobs_running, jobs, running, snapshots_of
 from tests.polling import wait_for

@@ -23,13 +23,13 @@ from muster.events import (
     QueueSpec,
     Resources,
 )
+from muster.grouping.muster_job import manifest
 from muster.replay import LoggedMessage, log_from_nats, replay
 from muster.runtime.settings import Endpoints
+from muster.scheduler.config import AllocatorConfig
 from muster.sdk import Client
 from muster.store import timeline
 
-from services.allocator.config import AllocatorConfig
-from services.podgrouper.muster_job import manifest
 from tests.e2e.in_process import LiveSystem, live_system
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres, pytest.mark.slow]

@@ -13,10 +13,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from muster.replay import load_log
-
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import AllocatorFold
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "demo-4-nodes-30-jobs.jsonl"
 MESSAGES = [m.events for m in load_log(GOLDEN) if m.events]

@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from muster import events as ev
 from muster.bus.admission import Refused, admit
+from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
+from muster.queues.kai_queue import QueueManifestError, parse_kai_queues
 from muster.scenario import ScenarioError, parse_queues, parse_scenario
 from muster.subjects import Subjects
 
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
-from services.queue_controller.kai_queue import QueueManifestError, parse_kai_queues
 from tests.poison import deep_envelope
 
 MANIFESTS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "manifests"

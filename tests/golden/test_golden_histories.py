@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 from muster.bus import Delivery
 from muster.replay import load_log, replay
+from muster.scheduler.engine import Allocator
 from muster.store.queries import status
+from muster.store.sink import PostgresSink
 from muster.subjects import Subjects
-
-from services.allocator.engine import Allocator
-from services.projector.sink import PostgresSink
 
 GOLDEN = sorted(Path(__file__).parent.glob("*.jsonl"))
 SUBJECTS = Subjects("muster")

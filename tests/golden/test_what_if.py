@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 from muster.events import QueueResource, QueueSpec
 from muster.replay import load_log
+from muster.scheduler.config import AllocatorConfig
 from muster.whatif import read_history, what_if
-
-from services.allocator.config import AllocatorConfig
 
 LOG = Path(__file__).parent / "demo-4-nodes-30-jobs.jsonl"
 

@@ -17,8 +17,7 @@ from muster.events import (
     Resources,
     decode_envelope,
 )
-
-from services.projector.sink import PostgresSink
+from muster.store.sink import PostgresSink
 
 pytestmark = pytest.mark.postgres
 

@@ -6,8 +6,7 @@ import pytest
 from muster.bus import Delivery
 from muster.events import BindRequested, PodBound, PodFailed, PodGroupCreated, PodSpec, Resources
 from muster.store.queries import failure_text, status
-
-from services.projector.sink import PostgresSink
+from muster.store.sink import PostgresSink
 
 pytestmark = pytest.mark.postgres
 

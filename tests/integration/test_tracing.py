@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from muster.events import NodeRegistered, NodeSpec, QueueSpec, Resources
+from muster.grouping.muster_job import manifest
 from muster.runtime.settings import Settings
 from muster.sdk import Client
 from muster.service import run_service
@@ -17,7 +18,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from services.allocator.app import run as allocator
 from services.binder.app import run as binder
 from services.podgrouper.app import run as podgrouper
-from services.podgrouper.muster_job import manifest
 from services.queue_controller.app import run as queue_controller
 
 pytestmark = [pytest.mark.nats, pytest.mark.slow]

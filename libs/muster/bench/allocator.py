@@ -155,8 +155,8 @@ def bench_placement(n_nodes: int, n_pods: int, naive_pods: int, share: float = 0
 
 def _backlog(n_nodes: int, n_pods: int, pods_per_job: int):
     """An allocator over n_nodes x 8 GPUs and 10 queues with ``n_pods`` single-GPU pods pending."""
-    from services.allocator.config import AllocatorConfig
-    from services.allocator.engine import Allocator
+    from muster.scheduler.config import AllocatorConfig
+    from muster.scheduler.engine import Allocator
 
     alloc = Allocator(AllocatorConfig())
     for i in range(n_nodes):
@@ -238,8 +238,8 @@ def bench_full_cluster_cycle(n_nodes: int, n_pods: int, runs: int) -> dict:
 
 def bench_idle_cycle(n_nodes: int, runs: int) -> dict:
     """A cycle with nothing pending and nothing changed: what the live service pays while idle."""
-    from services.allocator.config import AllocatorConfig
-    from services.allocator.engine import Allocator
+    from muster.scheduler.config import AllocatorConfig
+    from muster.scheduler.engine import Allocator
 
     alloc = Allocator(AllocatorConfig())
     for i in range(n_nodes):

@@ -35,13 +35,13 @@ from muster.events import (
     Resources,
     decode_envelope,
 )
+from muster.grouping.muster_job import manifest
 from muster.lease import LeaseRecord, lease_bucket
 from muster.runtime.security import NatsCredentials
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
 from muster.sdk import Client
 from muster.store import schema_for
-from services.podgrouper.muster_job import manifest
 
 SUBMISSION_BATCH = 1000  # jobs per WorkloadSubmitted when offering everything at once
 # Enough devices that every pod of the spec's run (10k nodes, 100k single-GPU pods) can bind.

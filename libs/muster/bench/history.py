@@ -209,14 +209,14 @@ def history_of(
 def _code_digest() -> str:
     """What the simulated history depends on: this module, the demo, the allocator, the fleet and how
     cycles are recorded."""
+    import muster.fleet
     import muster.scenario
-    import services.allocator
-    import services.binder
+    import muster.scheduler
 
     roots = [Path(__file__), Path(demo_scenario.__code__.co_filename), Path(ev.__file__)]
     roots.append(Path(Simulation.__init__.__code__.co_filename))
     roots.append(Path(cycle_record.__code__.co_filename))
-    for package in (services.allocator, services.binder, muster.scenario):
+    for package in (muster.scheduler, muster.fleet, muster.scenario):
         roots += sorted(Path(package.__path__[0]).rglob("*.py"))
     digest = hashlib.sha256()
     for path in roots:

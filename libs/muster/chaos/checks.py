@@ -235,7 +235,7 @@ def job_outcomes(log: Iterable[LoggedMessage]) -> dict[str, tuple[str, str]]:
         elif "bound" in states:
             status = "running"
         elif "failed" in states and all(s in ("completed", "failed") for s in states):
-            # The projection's rule (services/projector/convert.py): a pod of it still to place keeps
+            # The projection's rule (libs/muster/store/convert.py): a pod of it still to place keeps
             # the job waiting, so it must have a reason like any pending job.
             status = "failed"
         elif "completed" in states:

@@ -41,7 +41,7 @@ from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import System, running_system
 from muster.sdk import Client
 from muster.store import create_pool, schema_for
-from services.projector.sink import PostgresSink
+from muster.store.sink import PostgresSink
 
 SERVICES = ("projector", "queue_controller", "podgrouper", "allocator", "binder")
 SERVICE_ENV = {"MUSTER_CYCLE_INTERVAL": "0.02", "MUSTER_LEASE_TTL": "2"}

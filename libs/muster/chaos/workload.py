@@ -11,7 +11,7 @@ import random
 from typing import Any
 
 from muster.events import NodeSpec, QueueResource, QueueSpec, Resources
-from services.podgrouper.muster_job import manifest
+from muster.grouping.muster_job import manifest
 
 GPUS_PER_NODE = 8
 QUEUES = ("team-a", "team-b")

@@ -11,12 +11,12 @@ import msgspec
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
 from muster.cli.queues_cmd import topological
 from muster.events import NodeRegistered, QueueRejected, QueueUpserted
+from muster.grouping.muster_job import manifest
 from muster.runtime.settings import Endpoints
 from muster.scenario import ScenarioError, load_scenario, scenario_events
 from muster.scenario.convert import running_events
 from muster.scenario.model import Scenario
 from muster.sdk import Client
-from services.podgrouper.muster_job import manifest
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from muster.events import PodGroupCreated
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
-from services.podgrouper.nesting import load_yaml_documents
+from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
+from muster.grouping.nesting import load_yaml_documents
 
 
 def register(sub: Any) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 import yaml
 
 from muster.cli.common import fail
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.nesting import load_yaml_documents
+from muster.grouping.errors import ManifestError
+from muster.grouping.nesting import load_yaml_documents
 
 
 def read_documents(path: str) -> list[Any]:

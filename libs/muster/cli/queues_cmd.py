@@ -8,9 +8,9 @@ import asyncio
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
 from muster.cli.manifests import read_documents
 from muster.events import QueueRejected, QueueSpec
+from muster.queues.kai_queue import QueueManifestError, is_kai_queue, parse_kai_queues
 from muster.scenario import ScenarioError, parse_queues
 from muster.sdk import Client
-from services.queue_controller.kai_queue import QueueManifestError, is_kai_queue, parse_kai_queues
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -16,9 +16,9 @@ from muster.replay import LoggedMessage, load_log, log_from_nats, log_from_postg
 from muster.replay_window import ArchiveLog, StreamLog, Window, read_window
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, NoRunningSystem, Settings
+from muster.scheduler.config import AllocatorConfig
 from muster.subjects import Subjects
 from muster.whatif import what_if
-from services.allocator.config import AllocatorConfig
 
 BUS_WAIT = 5.0
 """Seconds a replay from the archive waits for the bus, for its snapshots, before doing without."""

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
+from muster.grouping.command_job import manifest
+from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
 from muster.sdk import Client, workload_uid
 from muster.tenants import TenantError
-from services.podgrouper.command_job import manifest
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,11 +7,10 @@ import asyncio
 
 from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
 from muster.cli.manifests import read_manifests
+from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
 from muster.sdk import Client, workload_uid
 from muster.tenants import TenantError
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
-from services.podgrouper.handlers import group_submission  # noqa: F401  (installs the muster kind)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -973,7 +973,7 @@ def _room(ints, dev, ext, prow, share, pext, elig, limit):
     return out
 
 
-# -- the cluster as a placement policy sees it (services/allocator/policy_placement.py) -------------
+# -- the cluster as a placement policy sees it (libs/muster/scheduler/policy_placement.py) -------------
 
 # columns of a view row: then one column per device slot, milli of the device free (-1 absent)
 V_CPU_FREE, V_MEM_FREE, V_CPU_CAP, V_MEM_CAP, V_GPUS = range(5)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from muster.snapshots import snapshot_bucket
+from muster.snapshots import SNAPSHOT_OWNERS, snapshot_bucket
 from muster.subjects import Subjects
 
 if TYPE_CHECKING:
@@ -128,10 +128,6 @@ def _snapshot_store(stream: str, *, write: bool, owner: str = "") -> tuple[str, 
     if not write:
         return read
     return (*read, f"$JS.API.STREAM.CREATE.{obj}", f"$JS.API.STREAM.PURGE.{obj}", f"$O.{bucket}.>")
-
-
-SNAPSHOT_OWNERS = ("", "binder", "nodewatch", "queue-controller", "agent")
-"""The logins that write snapshots, each in its own bucket (the allocator's has no owner's name)."""
 
 
 def _snapshot_forgetting(stream: str, owner: str) -> tuple[str, ...]:

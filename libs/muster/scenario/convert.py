@@ -18,7 +18,7 @@ from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
 
 if TYPE_CHECKING:
-    from services.allocator.config import AllocatorConfig
+    from muster.scheduler.config import AllocatorConfig
 
 _MEMORY_KINDS = ("memory", "gpu_memory")
 
@@ -318,7 +318,7 @@ def scenario_events(scenario: m.Scenario) -> list[ev.Event]:
 def allocator_config(scenario: m.Scenario) -> AllocatorConfig:
     """The allocator's configuration for this scenario. Under gpu spread
     placement consolidation is dropped, as the spec requires."""
-    from services.allocator.config import AllocatorConfig, FairnessConfig
+    from muster.scheduler.config import AllocatorConfig, FairnessConfig
 
     cfg = scenario.config
     actions = tuple(a for a in cfg.actions if not (a == "consolidate" and cfg.placement.gpu == "spread"))

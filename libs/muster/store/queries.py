@@ -10,7 +10,7 @@ import asyncpg
 from muster.store.timeline import failure_line
 
 JOB_STATUSES = ("pending", "running", "preempted", "completed", "failed", "deleted")
-"""Every status a job's row can have; services/projector/convert.py says how its pods decide it."""
+"""Every status a job's row can have; libs/muster/store/convert.py says how its pods decide it."""
 
 _LIVE_POD = ("bound", "releasing")
 _FAILED_PODS = (

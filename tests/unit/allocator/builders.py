@@ -5,9 +5,8 @@ from __future__ import annotations
 import itertools
 
 from muster import events as ev
-
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
 
 GI = 2**30
 _order = itertools.count()

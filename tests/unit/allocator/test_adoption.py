@@ -7,14 +7,14 @@ from muster import events as ev
 from muster.bus.base import Delivery
 from muster.bus.memory import MemoryBus
 from muster.events import decode_envelope
+from muster.fleet.sim import SimFleet
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.state import PENDING
 from muster.subjects import Subjects
 
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
 from services.allocator.handlers import AllocatorHandlers
-from services.allocator.state import PENDING
 from services.binder.handlers import BinderHandlers
-from services.binder.sim import SimFleet
 from tests.unit.allocator.builders import allocator, gang_job, gpu_nodes, queue
 
 SUBJECTS = Subjects("test")

@@ -1,6 +1,5 @@
 from muster import events as ev
-
-from services.allocator.config import AllocatorConfig
+from muster.scheduler.config import AllocatorConfig
 
 from .builders import GI, allocator, confirm, gang_job, gpu_nodes, node, queue, run
 

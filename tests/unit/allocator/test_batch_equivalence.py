@@ -13,10 +13,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from muster import events as ev
-
-from services.allocator.actions.allocate import AllocateAction
-from services.allocator.config import KNOWN_ACTIONS, AllocatorConfig
-from services.allocator.engine import Allocator
+from muster.scheduler.actions.allocate import AllocateAction
+from muster.scheduler.config import KNOWN_ACTIONS, AllocatorConfig
+from muster.scheduler.engine import Allocator
 
 GI = 2**30
 

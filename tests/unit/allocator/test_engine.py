@@ -1,8 +1,7 @@
 import msgspec
 import pytest
 from muster import events as ev
-
-from services.allocator.config import AllocatorConfig
+from muster.scheduler.config import AllocatorConfig
 
 from .builders import allocator, gang_job, gpu_nodes, queue, run
 
@@ -76,7 +75,7 @@ def test_decisions_are_stamped_with_cycle_epoch_and_pool():
 
 
 def test_an_allocator_ignores_pools_it_does_not_serve():
-    from services.allocator.engine import Allocator
+    from muster.scheduler.engine import Allocator
 
     a = Allocator(AllocatorConfig(), pools=frozenset({"p1"}))
     for e in [*gpu_nodes(1, pool="p2"), queue("a", gpu_quota=1), gang_job("a", 1, name="j", pool="p2")]:

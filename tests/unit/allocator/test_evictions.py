@@ -6,9 +6,8 @@ import math
 
 import pytest
 from muster import events as ev
-
-from services.allocator.config import AllocatorConfig, FairnessConfig
-from services.allocator.state import decayed_seconds
+from muster.scheduler.config import AllocatorConfig, FairnessConfig
+from muster.scheduler.state import decayed_seconds
 
 from .builders import allocator, confirm, gang_job, gpu_nodes, queue
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from muster import events as ev
 from muster.cycle_record import cycle_record
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import AllocatorFold
 
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold
 from tests.unit.allocator.builders import gang_job, gpu_nodes, queue
 
 

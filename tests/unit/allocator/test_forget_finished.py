@@ -6,12 +6,12 @@ from pathlib import Path
 
 from muster import events as ev
 from muster.replay import load_log
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import AllocatorFold, consumed_subjects
 from muster.subjects import Subjects, subject_matches
 
-from services.allocator.app import consumed_subjects, load_config
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold
+from services.allocator.app import load_config
 from tests.unit.allocator.builders import gang_job, gpu_nodes, queue
 
 GOLDEN = Path(__file__).parents[2] / "golden" / "demo-4-nodes-30-jobs.jsonl"

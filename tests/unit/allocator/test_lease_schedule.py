@@ -8,11 +8,11 @@ import asyncio
 import pytest
 from muster.bus import Delivery, MemoryBus
 from muster.lease import Lease
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
 from muster.subjects import Subjects
 
 from services.allocator.app import LOOK_AFTER_EXPIRY, LeaseSchedule
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
 from services.allocator.handlers import AllocatorHandlers
 from tests.unit.allocator.builders import gpu_nodes
 from tests.unit.lease.test_epochs import Bucket

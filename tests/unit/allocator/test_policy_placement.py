@@ -11,9 +11,8 @@ from hypothesis import strategies as st
 from muster import events as ev
 from muster.kernels import placement as pl
 from muster.kernels import policies as pol
-
-from services.allocator.config import GPU_POLICIES, AllocatorConfig
-from services.allocator.policy_placement import PolicyPlacer, pod_seed, typical_shapes
+from muster.scheduler.config import GPU_POLICIES, AllocatorConfig
+from muster.scheduler.policy_placement import PolicyPlacer, pod_seed, typical_shapes
 
 from .builders import GI, allocator, gang_job, gpu_nodes, queue, run
 from .test_batch_equivalence import _cluster, _feed, _jobs, _reference

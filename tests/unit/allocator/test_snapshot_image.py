@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 from muster.replay import load_log
+from muster.scheduler import snapshot as codec
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import AllocatorFold, consumed_subjects
+from muster.scheduler.state import ClusterState
 from muster.snapshots import DirectorySnapshots
 from muster.snapshotting import Snapshotter
 from muster.subjects import Subjects, subject_matches
 
-from services.allocator import snapshot as codec
-from services.allocator.app import consumed_subjects
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold
-from services.allocator.state import ClusterState
 from tests.unit.snapshots.logs import digests_under_two_hash_seeds
 
 GOLDEN = Path(__file__).parents[2] / "golden" / "demo-4-nodes-30-jobs.jsonl"
@@ -124,7 +123,7 @@ def test_the_digest_does_not_depend_on_the_process_string_hashing():
     script = (
         "from tests.unit.allocator.test_snapshot_image import GOLDEN, new_fold\n"
         "from muster.replay import load_log\n"
-        "from services.allocator import snapshot as codec\n"
+        "from muster.scheduler import snapshot as codec\n"
         "f = new_fold()\n"
         "for m in load_log(GOLDEN): f.fold(m.seq, m.events)\n"
         "print(codec.digest_of(f))\n"

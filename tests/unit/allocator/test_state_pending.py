@@ -1,6 +1,5 @@
 from muster import events as ev
-
-from services.allocator.state import ClusterState
+from muster.scheduler.state import ClusterState
 
 from .builders import gang_job, gpu_nodes
 

@@ -6,10 +6,10 @@ import asyncio
 
 from muster import events as ev
 from muster.bus import Delivery
+from muster.fleet.sim import SimFleet
 from muster.subjects import Subjects
 
 from services.binder.handlers import BinderHandlers
-from services.binder.sim import SimFleet
 
 
 class SlowFirstPublish:

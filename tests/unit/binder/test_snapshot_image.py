@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 from muster.bus import Delivery
+from muster.fleet.sim import SimFleet
 from muster.snapshotting import ImageError
 from muster.subjects import Subjects
 
 from services.binder import snapshot as codec
 from services.binder.handlers import BinderHandlers
-from services.binder.sim import SimFleet
 from tests.unit.snapshots.logs import digests_under_two_hash_seeds, golden
 
 S = Subjects("muster")

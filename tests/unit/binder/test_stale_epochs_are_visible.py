@@ -6,11 +6,11 @@ import logging
 
 from muster import events as ev
 from muster.bus import Delivery
+from muster.fleet.sim import SimFleet
 from muster.health import Metrics
 from muster.subjects import Subjects
 
 from services.binder.handlers import BinderHandlers
-from services.binder.sim import SimFleet
 
 
 class Collecting:

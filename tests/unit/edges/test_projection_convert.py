@@ -17,9 +17,8 @@ from muster.events import (
     encode_envelope,
     envelope_parts,
 )
-
-from services.projector import convert as c
-from services.projector.sink import plan
+from muster.store import convert as c
+from muster.store.sink import plan
 
 
 def group(name="train", pods=2) -> PodGroupCreated:

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from muster.bus import Delivery
 from muster.events import PodGroupCreated
+from muster.store import convert, sink
 
-from services.projector import convert, sink
 from services.projector import pipeline as pipeline_module
 from services.projector.pipeline import Pipeline
 

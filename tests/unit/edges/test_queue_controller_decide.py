@@ -9,8 +9,7 @@ from muster.events import (
     QueueUpserted,
     UpsertQueue,
 )
-
-from services.queue_controller.decide import decide, evolve
+from muster.queues.decide import decide, evolve
 
 
 def book_of(*queues):

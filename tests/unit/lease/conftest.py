@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 from muster.bus import MemoryBus
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
 from muster.subjects import Subjects
 
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
 from services.allocator.handlers import AllocatorHandlers
 
 

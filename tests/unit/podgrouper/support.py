@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 import yaml
 from muster.events import PodGroupCreated
-
-from services.podgrouper.group import group_manifests
+from muster.grouping.group import group_manifests
 
 MANIFESTS = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "manifests"
 GI = 2**30

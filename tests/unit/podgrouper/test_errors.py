@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
+from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
 
 from .support import group_yaml
 

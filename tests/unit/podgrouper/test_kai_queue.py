@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from muster.events import MinRuntime, QueueResource
-
-from services.queue_controller.kai_queue import QueueManifestError, parse_kai_queue, parse_kai_queues
+from muster.queues.kai_queue import QueueManifestError, parse_kai_queue, parse_kai_queues
 
 from .support import manifest_docs
 

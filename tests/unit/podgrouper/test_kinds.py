@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from muster.events import SubGroup
-
-from services.podgrouper.errors import ManifestError
+from muster.grouping.errors import ManifestError
 
 from .support import group_yaml, only, pods_by_role, total_pods
 

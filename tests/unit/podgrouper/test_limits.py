@@ -1,6 +1,6 @@
 """Hostile sizes: deep nesting, alias bombs and absurd counts are refused naming the field.
 
-The bounds are ``services.podgrouper.limits``; each test builds input just past
+The bounds are ``muster.grouping.limits``; each test builds input just past
 one of them (or far past it) and expects a ``ManifestError`` whose path names
 where the problem is, never a ``RecursionError`` or a long wait.
 """
@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.group import group_manifests
-from services.podgrouper.limits import MAX_DEPTH, MAX_PODS
-from services.podgrouper.nesting import check_depth, load_yaml_documents
+from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
+from muster.grouping.limits import MAX_DEPTH, MAX_PODS
+from muster.grouping.nesting import check_depth, load_yaml_documents
 
 from .support import group_yaml, only, total_pods
 

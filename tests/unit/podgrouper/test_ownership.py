@@ -10,8 +10,7 @@ from muster.events import (
     WorkloadRejected,
     WorkloadSubmitted,
 )
-
-from services.podgrouper.tenancy import Owners, decide_cancel, decide_submission
+from muster.grouping.tenancy import Owners, decide_cancel, decide_submission
 
 
 def pod(name: str, queue: str | None = None) -> dict:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from services.podgrouper.errors import ManifestError
-from services.podgrouper.podspec import build_pod_spec
+from muster.grouping.errors import ManifestError
+from muster.grouping.podspec import build_pod_spec
 
 from .support import GI, MI
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from muster.events import QueueResource, QueueSpec
-
-from services.queue_controller.validate import QueueError, validate_queues
+from muster.queues.validate import QueueError, validate_queues
 
 
 def q(name: str, parent: str | None = None, **gpu: float) -> QueueSpec:

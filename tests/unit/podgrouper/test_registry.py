@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from muster.events import PodGroupCreated
-
-from services.podgrouper.group import group_manifests
-from services.podgrouper.groupers.default import group_unknown
-from services.podgrouper.registry import REGISTRY, Registry, default_registry
+from muster.grouping.group import group_manifests
+from muster.grouping.groupers.default import group_unknown
+from muster.grouping.registry import REGISTRY, Registry, default_registry
 
 
 def _named(label: str):

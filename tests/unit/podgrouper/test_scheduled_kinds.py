@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-from services.podgrouper.group import group_manifests
+from muster.grouping.group import group_manifests
 
 from .support import MI, group_yaml, only, pods_by_role, total_pods
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from muster.bus import Delivery
 from muster.bus.memory import MemoryBus
 from muster.events import WorkloadRejected, WorkloadSubmitted, decode_envelope
+from muster.grouping.limits import MAX_PODS
+from muster.grouping.submission import group_submission
 
-from services.podgrouper.handlers import PodgrouperHandlers, group_submission
-from services.podgrouper.limits import MAX_PODS
+from services.podgrouper.handlers import PodgrouperHandlers
 
 POD_TEMPLATE = {"spec": {"containers": [{"name": "c"}]}}
 

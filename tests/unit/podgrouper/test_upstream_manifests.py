@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 from muster.events import SubGroup
-
-from services.podgrouper.errors import ManifestError
+from muster.grouping.errors import ManifestError
 
 from .support import GI, MANIFESTS, MI, group_file, manifest_docs, only, pods_by_role, total_pods
 
@@ -242,7 +241,7 @@ def test_trainjob_is_grouped_as_the_jobset_its_runtime_shapes():
     docs = manifest_docs("trainjob/trainer__01-multi-node.yaml") + manifest_docs(
         "trainjob/trainer__torch_distributed.yaml"
     )
-    from services.podgrouper.group import group_manifests
+    from muster.grouping.group import group_manifests
 
     group = only(group_manifests(docs))
     assert (group.name, group.kind, group.min_available) == ("multi-node-example-node", "TrainJob", 3)

@@ -9,13 +9,11 @@ import pytest
 from muster import snapshots as sn
 from muster.events import AllocatorConfigured, CycleCompleted
 from muster.replay import LoggedMessage, Start, load_log, replay
+from muster.scheduler import snapshot as codec
+from muster.scheduler.config import AllocatorConfig
+from muster.scheduler.engine import Allocator
+from muster.scheduler.fold import AllocatorFold, consumed_subjects, fold_name
 from muster.subjects import Subjects, subject_matches
-
-from services.allocator import snapshot as codec
-from services.allocator.app import consumed_subjects
-from services.allocator.config import AllocatorConfig
-from services.allocator.engine import Allocator
-from services.allocator.fold import AllocatorFold, fold_name
 
 GOLDEN = Path(__file__).parents[2] / "golden" / "demo-4-nodes-30-jobs.jsonl"
 SUBJECTS = Subjects("muster")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from muster import events as ev
-
-from services.binder.sim import SimFleet
+from muster.fleet.sim import SimFleet
 
 
 def node(name="node-a", gpu=2, gpu_memory=80 * 2**30, cpu=8000, memory=2**34, **extended):

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import fields
 
 import pytest
+from muster.nodes import snapshot as codec
+from muster.nodes.watch import NodeWatch, Watched
 from muster.snapshotting import ImageError
 
-from services.nodewatch import snapshot as codec
-from services.nodewatch.watch import NodeWatch, Watched
 from tests.unit.snapshots.logs import agent_run, digests_under_two_hash_seeds
 
 SUBJECTS = ["muster.nodes.*", "muster.decisions.*", "muster.pods.*"]
@@ -87,8 +87,8 @@ def test_an_image_that_does_not_match_its_digest_is_refused(messages):
 def test_the_digest_does_not_depend_on_the_process_string_hashing():
     script = (
         "from tests.unit.snapshots.test_nodewatch_image import fold, nodewatch_messages\n"
-        "from services.nodewatch.watch import NodeWatch\n"
-        "from services.nodewatch import snapshot as codec\n"
+        "from muster.nodes.watch import NodeWatch\n"
+        "from muster.nodes import snapshot as codec\n"
         "print(codec.image_of(fold(NodeWatch(timeout=30), nodewatch_messages())).digest)\n"
     )
     assert len(digests_under_two_hash_seeds(script)) == 1

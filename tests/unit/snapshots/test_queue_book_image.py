@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 from muster.events import QueueDeleted, QueueUpserted
+from muster.queues import snapshot as codec
+from muster.queues.decide import evolve
 from muster.replay import LoggedMessage
 from muster.snapshotting import ImageError
 from muster.subjects import Subjects
 
-from services.queue_controller import snapshot as codec
-from services.queue_controller.decide import evolve
 from tests.unit.snapshots.logs import digests_under_two_hash_seeds, golden
 
 
@@ -53,7 +53,7 @@ def test_an_image_that_does_not_match_its_digest_is_refused():
 def test_the_digest_does_not_depend_on_the_process_string_hashing():
     script = (
         "from tests.unit.snapshots.test_queue_book_image import fold, queue_messages\n"
-        "from services.queue_controller import snapshot as codec\n"
+        "from muster.queues import snapshot as codec\n"
         "print(codec.image_of(fold(codec.QueueBook(), queue_messages())).digest)\n"
     )
     assert len(digests_under_two_hash_seeds(script)) == 1

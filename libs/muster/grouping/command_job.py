@@ -1,0 +1,124 @@
+"""The command job kind (``apiVersion: muster.dev/v1``, ``kind: Command``): processes for ``muster agent``.
+
+    apiVersion: muster.dev/v1
+    kind: Command
+    metadata: {name: train}
+    spec:
+      queue: team-a
+      command: [torchrun, --nproc-per-node=1, train.py]
+      env: {EPOCHS: "3"}
+      workdir: /home/me/project
+      count: 2          # identical processes, ranks 0..count-1
+      min: 2            # gang size; default: count
+      gpus: 1           # per process; a fraction shares one device
+      cpu: "4"          # cores or millicores ("500m")
+      memory: 16Gi
+      grace_period: 30  # seconds between SIGTERM and SIGKILL on eviction
+      priority_class: train
+      node_selector: {zone: a}
+
+One gang of ``count`` pods; each carries the command, so the agent of the
+node it lands on can run it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from muster.events import PodGroupCreated
+from muster.grouping.errors import ManifestError
+from muster.grouping.model import Context, Meta
+from muster.scenario import ScenarioError, job_to_podgroup
+
+API_GROUP = "muster.dev"
+KIND = "Command"
+
+
+class CommandSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    queue: str
+    command: list[str]
+    env: dict[str, str] = {}
+    workdir: str | None = None
+    count: int = 1
+    min: int | None = None
+    gpus: float = 0.0
+    gpu_memory: str | int | None = None
+    cpu: str | float | None = None
+    memory: str | int | None = None
+    grace_period: float | None = None
+    priority_class: str | None = None
+    priority: int | None = None
+    preemptible: bool | None = None
+    pool: str = "default"
+    node_selector: dict[str, str] = {}
+
+
+def manifest(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A command job as a manifest the podgrouper accepts."""
+    return {"apiVersion": f"{API_GROUP}/v1", "kind": KIND, "metadata": {"name": name}, "spec": spec}
+
+
+def _spec_path(path: str) -> str:
+    return f"{path}.spec" if path else "spec"
+
+
+def _read(obj: dict[str, Any], path: str) -> CommandSpec:
+    where = _spec_path(path)
+    raw = obj.get("spec")
+    if not isinstance(raw, dict):
+        raise ManifestError(where, "expected a mapping with at least queue and command")
+    try:
+        spec = msgspec.convert(raw, CommandSpec)
+    except msgspec.ValidationError as exc:
+        message = str(exc).split(" - at ")[0]
+        found = re.search(r"`\$\.([^`]+)`", str(exc)) or re.search(r"field `([^`]+)`", message)
+        raise ManifestError(f"{where}.{found.group(1)}" if found else where, message) from None
+    if not spec.command or not all(isinstance(arg, str) and arg for arg in spec.command):
+        raise ManifestError(f"{where}.command", "must be a non-empty list of non-empty strings")
+    if spec.count < 1:
+        raise ManifestError(f"{where}.count", f"must be at least 1, got {spec.count}")
+    if spec.min is not None and not 1 <= spec.min <= spec.count:
+        raise ManifestError(f"{where}.min", f"must be between 1 and count ({spec.count}), got {spec.min}")
+    if spec.grace_period is not None and spec.grace_period < 0:
+        raise ManifestError(f"{where}.grace_period", "must not be negative")
+    return spec
+
+
+def group_command(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[PodGroupCreated]:
+    spec = _read(obj, path)
+    resources: dict[str, Any] = {"gpu": spec.gpus}
+    for name in ("gpu_memory", "cpu", "memory"):
+        value = getattr(spec, name)
+        if value is not None:
+            resources[name] = value
+    job: dict[str, Any] = {
+        "name": meta.name,
+        "queue": spec.queue,
+        "pool": spec.pool,
+        "min_available": spec.min if spec.min is not None else spec.count,
+        "pods": [{"count": spec.count, "resources": resources, "node_selector": spec.node_selector}],
+    }
+    for name in ("priority_class", "priority", "preemptible"):
+        if getattr(spec, name) is not None:
+            job[name] = getattr(spec, name)
+    try:
+        group = job_to_podgroup(job, path=_spec_path(path), kind=KIND)
+    except ScenarioError as exc:
+        # The scenario's field names are the spec's, except these two.
+        where = exc.path.replace(".pods[0].resources.gpu", ".gpus").replace(".pods[0].resources.", ".")
+        raise ManifestError(where.replace(".min_available", ".min"), exc.message) from None
+    pods = [
+        msgspec.structs.replace(
+            pod,
+            role="command",
+            command=list(spec.command),
+            env=dict(spec.env),
+            workdir=spec.workdir,
+            grace_period=spec.grace_period,
+        )
+        for pod in group.pods
+    ]
+    return [msgspec.structs.replace(group, pods=pods, workload_uid=ctx.uid)]

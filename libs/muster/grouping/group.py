@@ -1,0 +1,229 @@
+"""The podgrouper's public entry point: manifests in, ``PodGroupCreated`` events out.
+
+A submission is a list of documents that belong together. Some are context, not
+workloads: ConfigMaps, Services, Queues, PriorityClasses (whose values name
+priorities), training runtimes and workflow templates (which shape the workload
+referring to them). A document owned (``metadata.ownerReferences``) by another
+document of the batch is grouped with its top owner, as KAI walks owners: a pod
+owned by a bare pod (a Spark executor) joins that pod's group; anything else is
+already described by its owner's templates. Everything else is grouped by the
+plugin the registry names for its apiVersion/kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from muster import bounds
+from muster.events import PodGroupCreated
+from muster.grouping.errors import ManifestError
+from muster.grouping.fields import as_map, join
+from muster.grouping.limits import MAX_CREATED_DEPTH, MAX_PODS, check_count
+from muster.grouping.metadata import finish
+from muster.grouping.model import Batch, Context, Draft, Meta, object_meta
+from muster.grouping.nesting import check_depth
+from muster.grouping.registry import REGISTRY, Registry
+
+# Kinds that never run pods themselves; skipped unless a workload refers to them.
+CONTEXT_KINDS = {
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("", "ServiceAccount"),
+    ("", "Namespace"),
+    ("", "PersistentVolumeClaim"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("scheduling.run.ai", "Queue"),
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
+    ("trainer.kubeflow.org", "TrainingRuntime"),
+    ("argoproj.io", "WorkflowTemplate"),
+    ("argoproj.io", "ClusterWorkflowTemplate"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+}
+
+
+# Most documents are workloads: their kind alone rules them out, without splitting the apiVersion.
+_CONTEXT_KIND_NAMES = {kind for _, kind in CONTEXT_KINDS}
+
+
+def _is_context(meta: Meta) -> bool:
+    return meta.kind in _CONTEXT_KIND_NAMES and (meta.group, meta.kind) in CONTEXT_KINDS
+
+
+def _owner(doc: dict[str, Any], index: int, names: dict[tuple[str, str], int]) -> int | None:
+    """Index of the batch document this one's first ownerReference names, if any."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list) or not refs or not isinstance(refs[0], dict):
+        return None
+    ref = refs[0]
+    target = names.get((str(ref.get("kind")), str(ref.get("name"))))
+    return target if target != index else None
+
+
+def _top_owners(docs: list[dict[str, Any]]) -> list[int]:
+    """For each document, the index of its top owner within the batch (itself if none)."""
+    names: dict[tuple[str, str], int] = {}
+    for i, doc in enumerate(docs):
+        meta = doc.get("metadata")
+        if isinstance(meta, dict) and meta.get("name"):
+            names.setdefault((str(doc.get("kind")), str(meta["name"])), i)
+    tops = []
+    for i, doc in enumerate(docs):
+        parent = _owner(doc, i, names)
+        tops.append(i if parent is None else _climb(docs, i, parent, names))
+    return tops
+
+
+def _climb(
+    docs: list[dict[str, Any]], index: int, parent: int | None, names: dict[tuple[str, str], int]
+) -> int:
+    """The top owner of document ``index``, whose owner is ``parent``; a cycle stops where it closes."""
+    current, seen = index, {index}
+    while parent is not None and parent not in seen:
+        seen.add(parent)
+        current = parent
+        parent = _owner(docs[current], current, names)
+    return current
+
+
+def _pods(result: Draft | PodGroupCreated) -> int:
+    return result.pod_count if isinstance(result, Draft) else sum(p.count for p in result.pods)
+
+
+class _Grouping:
+    def __init__(self, batch: Batch, uid: str, registry: Registry) -> None:
+        self.batch = batch
+        self.uid = uid
+        self.registry = registry
+        self.depth = 0
+        """How many objects being grouped created the one being grouped now."""
+
+    def group_object(
+        self, obj: dict[str, Any], path: str, *, inherited: Meta | None = None, meta: Meta | None = None
+    ) -> list[Draft]:
+        """The drafts of one object; ``inherited`` is a skipped top owner's metadata, ``meta`` the
+        object's own when the caller has read it already."""
+        if self.depth >= MAX_CREATED_DEPTH:
+            raise ManifestError(path, f"objects create objects more than {MAX_CREATED_DEPTH} levels deep")
+        meta = meta or object_meta(obj, path, uid=self.uid)
+        if inherited is not None:
+            meta = meta.merged(inherited.labels, inherited.annotations)
+        entry = self.registry.lookup(meta.api_version, meta.kind)
+        ctx = Context(batch=self.batch, uid=self.uid, group_object=self.group_object, inherited=inherited)
+        self.depth += 1
+        try:
+            results = entry.grouper(obj, path, meta, ctx)
+        finally:
+            self.depth -= 1
+        # Plugins bound each count they read; this bounds what the counts add up to.
+        check_count(sum(_pods(r) for r in results), join(path, "spec"))
+        return results
+
+
+def _check_bounds(event: PodGroupCreated) -> None:
+    """Refuse a group the bus would refuse, so the submission is rejected instead of lost.
+
+    Plugins name the manifest field for the bounds they can see (counts, minimums);
+    this catches the rest (a PriorityClass value past int32, a pod asking 10**12 GPUs)."""
+    try:
+        bounds.check_pod_group(event)
+    except bounds.OutOfBounds as exc:
+        field = exc.path.removeprefix("$.")
+        raise ManifestError("", f"group {event.name!r} field {field}: {exc.message}") from None
+
+
+def _merge(events: list[PodGroupCreated]) -> list[PodGroupCreated]:
+    """Bare pods that share a group name (a Spark app, a user's pod-group-name) become one group."""
+    out: list[PodGroupCreated] = []
+    by_name: dict[str, int] = {}
+    for event in events:
+        if event.kind == "Pod" and event.name in by_name:
+            i = by_name[event.name]
+            out[i] = msgspec.structs.replace(out[i], pods=[*out[i].pods, *event.pods])
+            continue
+        by_name.setdefault(event.name, len(out))
+        out.append(event)
+    return out
+
+
+def group_manifests(
+    docs: list[dict[str, Any]],
+    *,
+    submitted_at: float = 0.0,
+    uid: str = "",
+    queue_override: str | None = None,
+    registry: Registry | None = None,
+) -> list[PodGroupCreated]:
+    """The pod groups a submission makes, in document order.
+
+    Raises ``ManifestError`` naming the field path (and the document, when there
+    are several) for a manifest that cannot be grouped, or when no document of
+    the submission runs any pod.
+    """
+    if not isinstance(docs, list) or not docs:
+        raise ManifestError("", "expected at least one manifest")
+    many = len(docs) > 1
+    # Every document first: a plugin may read any of them (a runtime, a template) recursively.
+    for i, doc in enumerate(docs):
+        try:
+            check_depth(doc)
+        except ManifestError as exc:
+            raise (exc.in_document(i) if many else exc) from None
+    batch = Batch(docs=tuple(docs))
+    grouping = _Grouping(batch, uid, registry or REGISTRY)
+    priorities = batch.priority_values()
+    tops = _top_owners([d if isinstance(d, dict) else {} for d in docs])
+    events: list[PodGroupCreated] = []
+    pod_group_of: dict[int, str] = {}
+    pods = 0
+    for i, doc in enumerate(docs):
+        try:
+            doc = as_map(doc, "")
+            meta = object_meta(doc, "", uid=uid)
+            if _is_context(meta):
+                continue
+            top = tops[i]
+            if top != i and (docs[top].get("kind") != "Pod" or meta.kind != "Pod"):
+                continue  # described by its top owner's templates
+            results = grouping.group_object(doc, "", meta=meta)
+            for result in results:
+                if isinstance(result, PodGroupCreated):
+                    event = msgspec.structs.replace(
+                        result,
+                        # A plugin's own submitted_at is an offset within the submission
+                        # (the muster job kind's scenario field); others leave it 0.
+                        submitted_at=submitted_at + result.submitted_at,
+                        workload_uid=uid,
+                        queue=queue_override or result.queue,
+                    )
+                else:
+                    event = finish(
+                        result,
+                        priority_values=priorities,
+                        submitted_at=submitted_at,
+                        uid=uid,
+                        queue_override=queue_override,
+                    )
+                if top != i and top in pod_group_of:
+                    event = msgspec.structs.replace(event, name=pod_group_of[top])
+                _check_bounds(event)
+                pod_group_of.setdefault(i, event.name)
+                events.append(event)
+                pods += sum(p.count for p in event.pods)
+            if pods > MAX_PODS:
+                raise ManifestError(
+                    "", f"the submission makes {pods} pods, more than the {MAX_PODS} a workload may have"
+                )
+        except ManifestError as exc:
+            raise (exc.in_document(i) if many else exc) from None
+    if not events:
+        raise ManifestError("", "no document in the submission runs any pod")
+    return _merge(events)

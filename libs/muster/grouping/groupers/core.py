@@ -1,0 +1,108 @@
+"""Kubernetes' own workloads: Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob.
+
+None of them is a gang in KAI. Deployment and Job pods each get their own
+group (named ``<owner>-<i>``, or the owner's name when there is one pod); a
+ReplicaSet, StatefulSet or CronJob run shares one group of min 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from muster.grouping.errors import ManifestError
+from muster.grouping.fields import get_count, join, require_map
+from muster.grouping.groupers.default import shared_group
+from muster.grouping.model import IMPLICIT, Context, Draft, Meta, nested_meta, per_pod_names, pod_template
+
+SPARK_APP_NAME = "spark-app-name"
+SPARK_APP_SELECTOR = "spark-app-selector"
+POD_GROUP_ANNOTATION = "pod-group-name"
+
+
+def _template(spec: dict[str, Any], spath: str, *, role: str, count: int = 1):
+    return pod_template(require_map(spec, "template", spath), join(spath, "template"), role=role, count=count)
+
+
+def pod_group_name(meta: Meta) -> str:
+    """A bare pod's group: its own, a native Spark application's, or one the user named."""
+    if meta.annotations.get(POD_GROUP_ANNOTATION):
+        return meta.annotations[POD_GROUP_ANNOTATION]
+    if meta.labels.get(SPARK_APP_NAME) and meta.labels.get(SPARK_APP_SELECTOR):
+        return meta.labels[SPARK_APP_SELECTOR]
+    return meta.name
+
+
+def group_pod(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    template = pod_template(obj, path, role="pod", count=1)
+    return [
+        Draft(
+            name=pod_group_name(meta), kind="Pod", top=meta, owners=(meta,), pods=(template,), min_available=1
+        )
+    ]
+
+
+def group_deployment(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    spath = join(path, "spec")
+    spec = require_map(obj, "spec", path)
+    replicas = get_count(spec, "replicas", spath, 1)
+    template = _template(spec, spath, role="pod")
+    return [
+        Draft(
+            name=name,
+            kind="Deployment",
+            top=meta,
+            owners=(IMPLICIT, meta),
+            pods=(template,),
+            min_available=1,
+            priority_fallback="inference",
+            priority_scope="top",
+        )
+        for name in per_pod_names(meta.name, replicas)
+    ]
+
+
+def group_replicated(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """ReplicaSet and StatefulSet: KAI's default grouper, all replicas in one group of min 1."""
+    spath = join(path, "spec")
+    spec = require_map(obj, "spec", path)
+    replicas = get_count(spec, "replicas", spath, 1)
+    return shared_group(meta, meta.kind, [_template(spec, spath, role="pod", count=replicas)])
+
+
+def job_pods(spec: dict[str, Any], spath: str) -> int:
+    """Pods a Job runs at once: ``parallelism`` (default 1), no more than ``completions``."""
+    parallelism = get_count(spec, "parallelism", spath, 1)
+    completions = get_count(spec, "completions", spath, parallelism, bounded=False)
+    return min(parallelism, completions)
+
+
+def group_job(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    spath = join(path, "spec")
+    spec = require_map(obj, "spec", path)
+    template = _template(spec, spath, role="pod")
+    return [
+        Draft(name=name, kind="Job", top=meta, owners=(meta,), pods=(template,), min_available=1)
+        for name in per_pod_names(meta.name, job_pods(spec, spath))
+    ]
+
+
+def group_cronjob(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """One group per run, grouped as the run's Job: labels from ``jobTemplate``, not the CronJob."""
+    spath = join(path, "spec")
+    spec = require_map(obj, "spec", path)
+    jpath = join(spath, "jobTemplate")
+    job_template = require_map(spec, "jobTemplate", spath)
+    job = nested_meta(job_template, jpath, kind="Job", name=meta.name)
+    jspath = join(jpath, "spec")
+    job_spec = require_map(job_template, "spec", jpath)
+    count = job_pods(job_spec, jspath)
+    if count == 0:
+        return []
+    template = _template(job_spec, jspath, role="pod", count=count)
+    return [Draft(name=meta.name, kind="CronJob", top=job, owners=(job,), pods=(template,), min_available=1)]
+
+
+def require_positive(value: int, path: str) -> int:
+    if value <= 0:
+        raise ManifestError(path, f"must be positive, got {value}")
+    return value

@@ -1,0 +1,181 @@
+"""Kubeflow training-operator v1 jobs: TFJob, PyTorchJob, XGBoostJob, JAXJob, MPIJob
+(a gang of every replica), and PaddleJob (which KAI leaves to its default rule).
+
+min_available is the sum of ``replicas`` over the replica map, replaced by
+``runPolicy.schedulingPolicy.minAvailable`` when set. PyTorchJob also honours
+``elasticPolicy.minReplicas`` (the whole gang's minimum, below schedulingPolicy)
+and has ``master``/``worker`` sub-groups, the worker one split into segments by
+``kai.scheduler/segment-size``. An MPIJob with ``launcherCreationPolicy:
+WaitForWorkersReady`` starts without its launcher in the gang.
+
+A missing ``replicas`` reads as 1, as the training operator's defaulting fills
+it before KAI ever sees the object; an explicit value must be positive.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from muster.events import SubGroup
+from muster.grouping.errors import ManifestError
+from muster.grouping.fields import as_map, get_int, get_map, get_str, join, require_map
+from muster.grouping.groupers.default import shared_group
+from muster.grouping.limits import check_count
+from muster.grouping.model import Context, Draft, Meta, PodTemplate, pod_template
+
+REPLICA_MAPS = {
+    "TFJob": "tfReplicaSpecs",
+    "PyTorchJob": "pytorchReplicaSpecs",
+    "XGBoostJob": "xgbReplicaSpecs",
+    "JAXJob": "jaxReplicaSpecs",
+    "MPIJob": "mpiReplicaSpecs",
+    "PaddleJob": "paddleReplicaSpecs",
+}
+REQUIRED_REPLICAS = {
+    "XGBoostJob": ("Master", "Worker"),
+    "JAXJob": ("Worker",),
+    "MPIJob": ("Launcher", "Worker"),
+}
+SEGMENT_SIZE = "kai.scheduler/segment-size"
+# Coordinators first, then workers: a stable order for the pods of a group.
+_ROLE_ORDER = {"Master": 0, "Chief": 0, "Launcher": 0, "PS": 1, "Worker": 2}
+
+
+def replica_specs(obj: dict[str, Any], path: str, kind: str) -> list[tuple[str, int, PodTemplate]]:
+    """(replica type, replicas, pod template) per entry of the kind's replica map."""
+    spath = join(path, "spec")
+    spec = require_map(obj, "spec", path)
+    key = REPLICA_MAPS[kind]
+    mpath = join(spath, key)
+    replica_map = require_map(spec, key, spath)
+    if not replica_map:
+        raise ManifestError(mpath, "needs at least one replica type")
+    for required in REQUIRED_REPLICAS.get(kind, ()):
+        if required not in replica_map:
+            raise ManifestError(join(mpath, required), f"a {kind} needs a {required} replica spec")
+    out = []
+    for rtype in sorted(replica_map, key=lambda r: (_ROLE_ORDER.get(str(r), 3), str(r))):
+        epath = join(mpath, str(rtype))
+        entry = as_map(replica_map[rtype], epath)
+        replicas = get_int(entry, "replicas", epath, 1)
+        assert replicas is not None
+        if replicas <= 0:
+            raise ManifestError(join(epath, "replicas"), f"must be positive, got {replicas}")
+        check_count(replicas, join(epath, "replicas"))
+        template = pod_template(
+            require_map(entry, "template", epath),
+            join(epath, "template"),
+            role=str(rtype).lower(),
+            count=replicas,
+        )
+        out.append((str(rtype), replicas, template))
+    check_count(sum(replicas for _, replicas, _ in out), mpath)
+    return out
+
+
+def _scheduling_min(obj: dict[str, Any], path: str) -> int | None:
+    spath = join(path, "spec")
+    rpath = join(spath, "runPolicy")
+    run_policy = get_map(get_map(obj, "spec", path), "runPolicy", spath)
+    ppath = join(rpath, "schedulingPolicy")
+    policy = get_map(run_policy, "schedulingPolicy", rpath)
+    value = get_int(policy, "minAvailable", ppath)
+    if value is not None and value < 0:
+        raise ManifestError(join(ppath, "minAvailable"), f"must not be negative, got {value}")
+    return None if value is None else check_count(value, join(ppath, "minAvailable"))
+
+
+def _draft(meta: Meta, pods: list[PodTemplate], min_available: int, subgroups=()) -> list[Draft]:
+    return [
+        Draft(
+            name=meta.name,
+            kind=meta.kind,
+            top=meta,
+            owners=(meta,),
+            pods=tuple(pods),
+            min_available=min_available,
+            subgroups=tuple(subgroups),
+        )
+    ]
+
+
+def group_distributed(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """TFJob, XGBoostJob, JAXJob: every replica is required."""
+    specs = replica_specs(obj, path, meta.kind)
+    minimum = _scheduling_min(obj, path)
+    total = sum(replicas for _, replicas, _ in specs)
+    return _draft(meta, [t for _, _, t in specs], total if minimum is None else minimum)
+
+
+def group_mpi(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    specs = replica_specs(obj, path, meta.kind)
+    minimum = _scheduling_min(obj, path)
+    min_available = sum(replicas for _, replicas, _ in specs) if minimum is None else minimum
+    spath = join(path, "spec")
+    if get_str(obj["spec"], "launcherCreationPolicy", spath) == "WaitForWorkersReady":
+        # Submitted, no launcher pod exists yet: KAI leaves it out of the gang until it does.
+        launchers = sum(replicas for rtype, replicas, _ in specs if rtype == "Launcher")
+        min_available = max(0, min_available - launchers)
+    return _draft(meta, [t for _, _, t in specs], min_available)
+
+
+def _segments(worker: PodTemplate, path: str) -> tuple[list[SubGroup], list[PodTemplate]] | None:
+    raw = worker.annotations.get(SEGMENT_SIZE)
+    if raw is None:
+        return None
+    apath = join(join(path, "metadata"), "annotations")
+    try:
+        size = int(raw)
+    except ValueError as exc:
+        raise ManifestError(join(apath, SEGMENT_SIZE), f"expected a whole number, got {raw!r}") from exc
+    if size <= 0:
+        raise ManifestError(join(apath, SEGMENT_SIZE), f"must be positive, got {size}")
+    workers = worker.pod.count
+    parts = math.ceil(workers / size)
+    sizes = [size] * (parts - 1) + [workers - size * (parts - 1)]
+    subgroups = [SubGroup(name=f"worker-{i}", min_available=n) for i, n in enumerate(sizes)]
+    pods = [worker.with_pod(count=n, subgroup=f"worker-{i}") for i, n in enumerate(sizes)]
+    return subgroups, pods
+
+
+def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    specs = replica_specs(obj, path, meta.kind)
+    spath = join(path, "spec")
+    min_available = sum(replicas for _, replicas, _ in specs)
+    epath = join(spath, "elasticPolicy")
+    elastic = get_map(obj["spec"], "elasticPolicy", spath)
+    elastic_min = get_int(elastic, "minReplicas", epath)
+    if elastic_min is not None:
+        if elastic_min < 0:
+            raise ManifestError(join(epath, "minReplicas"), f"must not be negative, got {elastic_min}")
+        min_available = check_count(elastic_min, join(epath, "minReplicas"))
+    scheduling = _scheduling_min(obj, path)
+    if scheduling is not None:
+        min_available = scheduling
+    by_type = {rtype: (replicas, template) for rtype, replicas, template in specs}
+    masters = by_type["Master"][0] if "Master" in by_type else 0
+    subgroups: list[SubGroup] = []
+    pods: list[PodTemplate] = []
+    if masters > 0:
+        subgroups.append(SubGroup(name="master", min_available=masters))
+    for rtype, _, template in specs:
+        if rtype == "Master":
+            pods.append(template.with_pod(subgroup="master"))
+        elif rtype == "Worker":
+            subgroups.append(SubGroup(name="worker", min_available=max(0, min_available - masters)))
+            wpath = join(join(join(spath, "pytorchReplicaSpecs"), "Worker"), "template")
+            segmented = _segments(template, wpath)
+            if segmented is None:
+                pods.append(template.with_pod(subgroup="worker"))
+            else:
+                subgroups += segmented[0]
+                pods += segmented[1]
+        else:
+            pods.append(template)
+    return _draft(meta, pods, min_available, subgroups)
+
+
+def group_paddle(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """Not registered in KAI: its default grouper, one group of min 1."""
+    return shared_group(meta, meta.kind, [t for _, _, t in replica_specs(obj, path, meta.kind)])

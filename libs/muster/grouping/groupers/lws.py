@@ -1,0 +1,130 @@
+"""LeaderWorkerSet: one gang per replica group, ``<lws>-group-<n>``.
+
+Group size S = ``leaderWorkerTemplate.size`` (required, > 0). With
+``startupPolicy: LeaderCreated`` (the default) min_available is S. With
+``LeaderReady`` KAI sizes the gang at 1 while the leader is unbound and at S
+after; at submission the leader is unbound, so muster starts it at 1.
+Sub-groups: ``leader`` (1) and ``workers`` (min - 1, when positive); with a
+segment size (``subGroupPolicy.subGroupSize``, else ``kai.scheduler/segment-size``
+on the LWS, else on the worker template) the gang is split into ``segment-<i>``
+sub-groups of that many pods, the leader counted in ``segment-0``
+(``LeaderWorker``) or in its own ``leader`` sub-group (``LeaderExcluded``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from muster.events import SubGroup
+from muster.grouping.errors import ManifestError
+from muster.grouping.fields import get_count, get_int, get_map, get_str, join, require_map
+from muster.grouping.limits import check_count
+from muster.grouping.model import IMPLICIT, Context, Draft, Meta, PodTemplate, pod_template
+
+SEGMENT_SIZE = "kai.scheduler/segment-size"
+
+
+def _segment_size(lwt: dict[str, Any], lpath: str, meta: Meta, worker: PodTemplate) -> tuple[int | None, str]:
+    ppath = join(lpath, "subGroupPolicy")
+    policy = get_map(lwt, "subGroupPolicy", lpath)
+    size = get_int(policy, "subGroupSize", ppath)
+    where = join(ppath, "subGroupSize")
+    for notes, npath in (
+        (meta.annotations, "metadata.annotations"),
+        (worker.annotations, join(join(lpath, "workerTemplate"), "metadata.annotations")),
+    ):
+        if size is None and SEGMENT_SIZE in notes:
+            where = join(npath, SEGMENT_SIZE)
+            try:
+                size = int(notes[SEGMENT_SIZE])
+            except ValueError as exc:
+                raise ManifestError(where, f"expected a whole number, got {notes[SEGMENT_SIZE]!r}") from exc
+    return size, where
+
+
+def group_lws(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    spath = join(path, "spec")
+    spec = require_map(obj, "spec", path)
+    replicas = get_count(spec, "replicas", spath, 1)
+    lpath = join(spath, "leaderWorkerTemplate")
+    lwt = require_map(spec, "leaderWorkerTemplate", spath)
+    size = get_int(lwt, "size", lpath)
+    if size is None or size <= 0:
+        raise ManifestError(join(lpath, "size"), f"required and must be positive, got {size}")
+    check_count(size, join(lpath, "size"))
+    check_count(replicas * size, join(spath, "replicas"))
+    policy = get_str(spec, "startupPolicy", spath) or "LeaderCreated"
+    if policy == "LeaderCreated":
+        min_available = size
+    elif policy == "LeaderReady":
+        min_available = 1
+    else:
+        raise ManifestError(
+            join(spath, "startupPolicy"), f"expected LeaderCreated or LeaderReady, got {policy!r}"
+        )
+    worker_raw = require_map(lwt, "workerTemplate", lpath)
+    worker = pod_template(worker_raw, join(lpath, "workerTemplate"), role="worker", count=size - 1)
+    leader_key = "leaderTemplate" if lwt.get("leaderTemplate") is not None else "workerTemplate"
+    leader = pod_template(lwt[leader_key], join(lpath, leader_key), role="leader", count=1)
+
+    segment, where = _segment_size(lwt, lpath, meta, worker)
+    if segment is None:
+        subgroups = [SubGroup(name="leader", min_available=1)]
+        pods = [leader.with_pod(subgroup="leader")]
+        if min_available - 1 > 0:
+            subgroups.append(SubGroup(name="workers", min_available=min_available - 1))
+        if size > 1:
+            pods.append(worker.with_pod(subgroup="workers" if min_available > 1 else ""))
+    else:
+        subgroups, pods = _segmented(lwt, lpath, leader, worker, size, min_available, segment, where)
+    return [
+        Draft(
+            name=f"{meta.name}-group-{n}",
+            kind="LeaderWorkerSet",
+            top=meta,
+            owners=(IMPLICIT, meta),
+            pods=tuple(p for p in pods if p.pod.count > 0),
+            min_available=min_available,
+            subgroups=tuple(subgroups),
+        )
+        for n in range(replicas)
+    ]
+
+
+def _segmented(lwt, lpath, leader, worker, size, min_available, segment, where):
+    if segment <= 1 or segment > min_available:
+        raise ManifestError(
+            where, f"must be above 1 and at most the gang size {min_available}, got {segment}"
+        )
+    ppath = join(lpath, "subGroupPolicy")
+    kind = get_str(get_map(lwt, "subGroupPolicy", lpath), "subGroupPolicyType", ppath) or "LeaderWorker"
+    subgroups: list[SubGroup] = []
+    pods: list[PodTemplate] = []
+    if kind == "LeaderExcluded":
+        if (size - 1) % segment:
+            raise ManifestError(where, f"with LeaderExcluded, size - 1 ({size - 1}) must divide by {segment}")
+        subgroups.append(SubGroup(name="leader", min_available=1))
+        pods.append(leader.with_pod(subgroup="leader"))
+        for i in range((size - 1) // segment):
+            subgroups.append(SubGroup(name=f"segment-{i}", min_available=segment))
+            pods.append(worker.with_pod(count=segment, subgroup=f"segment-{i}"))
+        return subgroups, pods
+    if kind != "LeaderWorker":
+        raise ManifestError(
+            join(ppath, "subGroupPolicyType"), f"expected LeaderWorker or LeaderExcluded, got {kind!r}"
+        )
+    remaining, i = size, 0
+    while remaining > 0:
+        n = min(segment, remaining)
+        subgroups.append(SubGroup(name=f"segment-{i}", min_available=n))
+        if i == 0:
+            subgroups += [
+                SubGroup(name="leader", min_available=1),
+                SubGroup(name="workers", min_available=n - 1),
+            ]
+            pods += [leader.with_pod(subgroup="leader"), worker.with_pod(count=n - 1, subgroup="workers")]
+        else:
+            pods.append(worker.with_pod(count=n, subgroup=f"segment-{i}"))
+        remaining -= n
+        i += 1
+    return subgroups, pods

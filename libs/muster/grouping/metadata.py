@@ -1,0 +1,124 @@
+"""Queue, priority, preemptibility, pool and topology: KAI's default resolution.
+
+Every plugin's ``Draft`` passes through ``finish``. The rules (from KAI's
+default grouper) in short:
+
+- queue: ``kai.scheduler/queue`` on the top owner, then the pod; then the
+  older ``runai/queue`` the same way; then a ``project`` label (``<project>-<pool>``
+  when the pod names a node pool); else ``default-queue``, KAI's fallback, which
+  the queue-controller creates on a system that has no queues.
+- priority class: walking the owners from the pod's direct owner up, the first of
+  the owner's ``priorityClassName`` label, the pod's label, the pod's
+  ``spec.priorityClassName``; else the plugin's fallback. KAI only accepts a name
+  that exists as a PriorityClass; muster cannot see the cluster, so it accepts any
+  name, takes its value from a ``PriorityClass`` document in the batch or KAI's
+  defaults, and gives an unknown name priority 50 (train's value).
+- preemptible: a ``kai.scheduler/preemptibility`` label on an owner, then the pod;
+  else priority < 100.
+"""
+
+from __future__ import annotations
+
+from muster.events import PodGroupCreated, Topology
+from muster.grouping.errors import ManifestError
+from muster.grouping.fields import join
+from muster.grouping.model import Draft, Meta
+from muster.queues.default import DEFAULT_QUEUE
+
+QUEUE_LABEL = "kai.scheduler/queue"
+LEGACY_QUEUE_LABEL = "runai/queue"
+PROJECT_LABEL = "project"
+NODE_POOL_LABEL = "kai.scheduler/node-pool"
+PRIORITY_LABEL = "priorityClassName"
+PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
+TOPOLOGY_ANNOTATION = "kai.scheduler/topology"
+REQUIRED_PLACEMENT = "kai.scheduler/topology-required-placement"
+PREFERRED_PLACEMENT = "kai.scheduler/topology-preferred-placement"
+DEFAULT_POOL = "default"
+UNKNOWN_CLASS_PRIORITY = 50
+
+PRIORITY_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
+
+
+def _queue(draft: Draft, pod_labels: dict[str, str]) -> str:
+    for key in (QUEUE_LABEL, LEGACY_QUEUE_LABEL):
+        for labels in (draft.top.labels, pod_labels):
+            if labels.get(key):
+                return labels[key]
+    project = draft.top.labels.get(PROJECT_LABEL) or pod_labels.get(PROJECT_LABEL)
+    if project:
+        pool = pod_labels.get(NODE_POOL_LABEL)
+        return f"{project}-{pool}" if pool else project
+    return DEFAULT_QUEUE
+
+
+def _priority_class(draft: Draft, pod_labels: dict[str, str], pod_spec_class: str | None) -> str:
+    if draft.priority_class:
+        return draft.priority_class
+    pod_side = [pod_labels.get(PRIORITY_LABEL), pod_spec_class]
+    owners: tuple[Meta, ...] = (draft.top,) if draft.priority_scope == "top" else draft.owners
+    for owner in owners or (Meta("", "", ""),):
+        for candidate in [owner.labels.get(PRIORITY_LABEL), *pod_side]:
+            if candidate:
+                return candidate
+    return draft.priority_fallback
+
+
+def _preemptible(draft: Draft, pod_labels: dict[str, str], priority: int, path: str) -> bool:
+    for labels in [*(o.labels for o in draft.owners), draft.top.labels, pod_labels]:
+        value = labels.get(PREEMPTIBILITY_LABEL)
+        if value is None:
+            continue
+        if value == "preemptible":
+            return True
+        if value == "non-preemptible":
+            return False
+        raise ManifestError(
+            join(join(path, "labels"), PREEMPTIBILITY_LABEL),
+            f"expected 'preemptible' or 'non-preemptible', got {value!r}",
+        )
+    return priority < 100
+
+
+def _topology(draft: Draft) -> Topology | None:
+    if draft.topology != "auto":
+        return draft.topology
+    notes = draft.top.annotations
+    required, preferred = notes.get(REQUIRED_PLACEMENT), notes.get(PREFERRED_PLACEMENT)
+    if not required and not preferred:
+        return None
+    return Topology(required=required or None, preferred=preferred or None)
+
+
+def finish(
+    draft: Draft,
+    *,
+    priority_values: dict[str, int],
+    submitted_at: float,
+    uid: str,
+    queue_override: str | None,
+) -> PodGroupCreated:
+    """The ``PodGroupCreated`` event for one draft."""
+    first = draft.pods[0] if draft.pods else None
+    pod_labels = first.labels if first else {}
+    pod_class = first.priority_class_name if first else None
+    priority_class = _priority_class(draft, pod_labels, pod_class)
+    priority = priority_values.get(
+        priority_class, PRIORITY_CLASSES.get(priority_class, UNKNOWN_CLASS_PRIORITY)
+    )
+    pool = draft.top.labels.get(NODE_POOL_LABEL) or pod_labels.get(NODE_POOL_LABEL) or DEFAULT_POOL
+    return PodGroupCreated(
+        name=draft.name,
+        queue=queue_override or _queue(draft, pod_labels),
+        kind=draft.kind,
+        pool=pool,
+        priority_class=priority_class,
+        priority=priority,
+        preemptible=_preemptible(draft, pod_labels, priority, "metadata"),
+        min_available=draft.min_available,
+        submitted_at=submitted_at,
+        pods=[t.pod for t in draft.pods],
+        subgroups=list(draft.subgroups),
+        topology=_topology(draft),
+        workload_uid=uid,
+    )

@@ -1,0 +1,214 @@
+"""The data a grouper plugin works with and returns.
+
+A plugin reads one object (the top owner, in KAI's terms) and returns
+``Draft``s: the pod groups it makes, with the pods each will hold and the
+objects whose labels decide queue, priority and preemptibility. ``metadata``
+then resolves those the same way for every kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from muster.events import PodGroupCreated, PodSpec, SubGroup, Topology
+from muster.grouping.errors import ManifestError
+from muster.grouping.fields import as_map, get_map, get_str, join, string_map
+from muster.grouping.podspec import build_pod_spec
+
+
+class Meta(msgspec.Struct, frozen=True):
+    """An object's identity and metadata (the top owner, or an implicit owner).
+
+    A struct rather than a dataclass: one is built for every manifest, and a
+    frozen dataclass costs several times as much to build."""
+
+    api_version: str
+    kind: str
+    name: str
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    def merged(self, labels: dict[str, str], annotations: dict[str, str]) -> Meta:
+        """This object with extra labels and annotations; its own keys win."""
+        return msgspec.structs.replace(
+            self, labels={**labels, **self.labels}, annotations={**annotations, **self.annotations}
+        )
+
+
+IMPLICIT = Meta(api_version="", kind="", name="")
+"""An owner the workload's controller creates with no labels of its own (a ReplicaSet)."""
+
+
+def object_meta(obj: dict[str, Any], path: str, *, uid: str = "") -> Meta:
+    """The identity of a top-level manifest. ``generateName`` gets a suffix derived
+    from ``uid`` (so the same submission always gets the same name); with neither a
+    name nor a generateName, the lower-cased kind serves as generateName."""
+    api_version = get_str(obj, "apiVersion", path)
+    kind = get_str(obj, "kind", path)
+    if not api_version:
+        raise ManifestError(join(path, "apiVersion"), "required field is missing")
+    if not kind:
+        raise ManifestError(join(path, "kind"), "required field is missing")
+    mpath = join(path, "metadata")
+    meta = get_map(obj, "metadata", path)
+    name = get_str(meta, "name", mpath)
+    if not name:
+        prefix = get_str(meta, "generateName", mpath) or f"{kind.lower()}-"
+        name = prefix + hashlib.sha256(f"{uid}/{prefix}".encode()).hexdigest()[:5]
+    return Meta(
+        api_version=api_version,
+        kind=kind,
+        name=name,
+        labels=string_map(meta, "labels", mpath),
+        annotations=string_map(meta, "annotations", mpath),
+    )
+
+
+def nested_meta(obj: dict[str, Any], path: str, *, kind: str = "", name: str = "") -> Meta:
+    """Metadata of an embedded object (a ``jobTemplate``, a Knative revision template)."""
+    mpath = join(path, "metadata")
+    meta = get_map(obj, "metadata", path)
+    return Meta(
+        api_version="",
+        kind=kind,
+        name=get_str(meta, "name", mpath) or name,
+        labels=string_map(meta, "labels", mpath),
+        annotations=string_map(meta, "annotations", mpath),
+    )
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """``pod.count`` identical pods, with the labels and spec fields grouping reads."""
+
+    pod: PodSpec
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    priority_class_name: str | None
+
+    def with_pod(self, **changes: Any) -> PodTemplate:
+        return replace(self, pod=msgspec.structs.replace(self.pod, **changes))
+
+
+def pod_template(
+    template: Any, path: str, *, role: str, count: int, subgroup: str = "", spec_key: str | None = "spec"
+) -> PodTemplate:
+    """Read a Kubernetes pod template (``{metadata, spec}``) at ``path``.
+
+    With ``spec_key=None`` the mapping at ``path`` is the pod spec itself.
+    """
+    template = as_map(template, path)
+    if spec_key is None:
+        spec, spath, meta = template, path, Meta("", "", "")
+        meta_path = path
+    else:
+        spath = join(path, spec_key)
+        if template.get(spec_key) is None:
+            raise ManifestError(spath, "required field is missing")
+        spec = as_map(template[spec_key], spath)
+        meta = nested_meta(template, path)
+        meta_path = join(path, "metadata")
+    return PodTemplate(
+        pod=build_pod_spec(
+            spec, meta.annotations, spath, role=role, count=count, subgroup=subgroup, meta_path=meta_path
+        ),
+        labels=meta.labels,
+        annotations=meta.annotations,
+        priority_class_name=get_str(spec, "priorityClassName", spath),
+    )
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One pod group as a plugin sees it, before queue and priority are resolved."""
+
+    name: str
+    kind: str
+    top: Meta
+    """Whose labels and annotations name the queue, pool and topology (KAI's top owner)."""
+    owners: tuple[Meta, ...]
+    """The pod's owners from its direct owner upward; priority and preemptibility labels."""
+    pods: tuple[PodTemplate, ...]
+    min_available: int
+    subgroups: tuple[SubGroup, ...] = ()
+    priority_fallback: str = "train"
+    priority_scope: Literal["chain", "top"] = "chain"
+    """``chain``: every owner's label is consulted (KAI's default); ``top``: the top owner only."""
+    priority_class: str | None = None
+    """Set by a plugin whose rule overrides the usual resolution (Ray's label)."""
+    topology: Topology | None | Literal["auto"] = "auto"
+    """``auto``: read KAI's topology annotations on ``top``."""
+
+    @property
+    def pod_count(self) -> int:
+        return sum(t.pod.count for t in self.pods)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Every document submitted together: some are context (runtimes, PriorityClasses)."""
+
+    docs: tuple[dict[str, Any], ...]
+
+    def find(self, kinds: Sequence[str], name: str) -> tuple[int, dict[str, Any]] | None:
+        """The first document of one of ``kinds`` named ``name``, with its index."""
+        for i, doc in enumerate(self.docs):
+            meta = doc.get("metadata") if isinstance(doc, dict) else None
+            if isinstance(meta, dict) and doc.get("kind") in kinds and meta.get("name") == name:
+                return i, doc
+        return None
+
+    def priority_values(self) -> dict[str, int]:
+        """``PriorityClass`` documents in the batch: name to value."""
+        out: dict[str, int] = {}
+        for doc in self.docs:
+            if not isinstance(doc, dict):
+                continue
+            meta = doc.get("metadata")
+            value = doc.get("value")
+            if doc.get("kind") == "PriorityClass" and isinstance(meta, dict) and isinstance(value, int):
+                out[str(meta.get("name"))] = value
+        return out
+
+
+class GroupObject(Protocol):
+    def __call__(self, obj: dict[str, Any], path: str, *, inherited: Meta | None = None) -> list[Draft]: ...
+
+
+class Context(msgspec.Struct, frozen=True):
+    """What a plugin may consult besides its object: the batch, the submission uid,
+    and a way to group an object it creates (skip-top-owner kinds).
+
+    A struct, like ``Meta``: one is built for every object grouped."""
+
+    batch: Batch
+    uid: str
+    group_object: GroupObject
+    inherited: Meta | None = None
+    """Labels and annotations from a skipped top owner, merged under this object's own."""
+
+
+class Grouper(Protocol):
+    """A plugin: the pod groups one object makes. May also return finished
+    ``PodGroupCreated`` events (queue, priority and all decided by the plugin)."""
+
+    def __call__(
+        self, obj: dict[str, Any], path: str, meta: Meta, ctx: Context
+    ) -> list[Draft | PodGroupCreated]: ...
+
+
+GrouperFn = Callable[[dict[str, Any], str, Meta, Context], "list[Draft | PodGroupCreated]"]
+
+
+def per_pod_names(base: str, count: int) -> list[str]:
+    """Names of per-pod groups: the base itself for one pod, ``base-<i>`` otherwise."""
+    return [base] if count == 1 else [f"{base}-{i}" for i in range(count)]

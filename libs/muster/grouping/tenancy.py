@@ -1,0 +1,80 @@
+"""A tenant's requests, decided: its own queue, its own job names, its own jobs to cancel.
+
+Pure: the tenant and queue come from the subject (which only that tenant's
+login may publish on), the owners from a fold of ``podgroups``. A job name
+is held by its owner from PodGroupCreated until PodGroupDeleted; the
+system's own logins own their jobs as ``""``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from muster.events import (
+    CancelRefused,
+    CancelRequested,
+    Event,
+    PodGroupCreated,
+    PodGroupDeleted,
+    WorkloadRejected,
+    WorkloadSubmitted,
+)
+from muster.grouping.submission import group_submission
+from muster.queues.default import DEFAULT_QUEUE
+
+
+class Owners:
+    """Who holds each live job name: a fold of the ``podgroups`` flow."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, str] = {}
+
+    def apply(self, event: Event) -> None:
+        # Last writer wins per name, so applying a stretch of the log again changes nothing.
+        match event:
+            case PodGroupCreated(name=name, owner=owner):
+                self._by_name[name] = owner
+            case PodGroupDeleted(name=name):
+                self._by_name.pop(name, None)
+
+    def of(self, name: str) -> str | None:
+        """The owner of the live job ``name``, or None."""
+        return self._by_name.get(name)
+
+
+def decide_submission(owners: Owners, tenant: str, queue: str, submission: WorkloadSubmitted) -> list[Event]:
+    """The tenant's groups, in ``queue`` and owned by it; or one WorkloadRejected naming the field."""
+
+    def rejected(error: str, field: str) -> list[Event]:
+        return [WorkloadRejected(uid=submission.uid, error=error, field=field)]
+
+    if submission.queue not in (None, queue):
+        return rejected(f"{submission.queue!r} is not the queue it was submitted to ({queue!r})", "queue")
+    events = group_submission(submission)
+    groups: list[Event] = []
+    for event in events:
+        if not isinstance(event, PodGroupCreated):
+            return events  # the manifest's own rejection
+        # A workload that names no queue falls back to DEFAULT_QUEUE: it goes to the subject's.
+        if event.queue not in (queue, DEFAULT_QUEUE):
+            return rejected(
+                f"job {event.name} names queue {event.queue!r}, not the queue it was submitted to ({queue!r})",
+                "queue",
+            )
+        holder = owners.of(event.name)
+        if holder not in (None, tenant):
+            # Whose job it is stays unsaid: one tenant learns nothing of another's.
+            return rejected(
+                f"job name {event.name} is taken by a running job of another owner", "metadata.name"
+            )
+        groups.append(msgspec.structs.replace(event, queue=queue, owner=tenant))
+    return groups
+
+
+def decide_cancel(owners: Owners, tenant: str, request: CancelRequested) -> list[Event]:
+    """PodGroupDeleted if the job is the tenant's; else CancelRefused, the same whether or not it exists."""
+    if owners.of(request.job) == tenant:
+        return [PodGroupDeleted(name=request.job)]
+    return [
+        CancelRefused(uid=request.uid, job=request.job, error=f"tenant {tenant} has no job {request.job}")
+    ]

@@ -1,0 +1,190 @@
+"""KAI's allocate action (§5): pending jobs in queue/job order, each placed whole in one statement or not at all."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from muster.kernels import placement as pl
+
+from .. import batch, reasons
+from ..ordering import JobQueue, job_key
+from ..session import Session
+from ..state import BINDING, BOUND, Job
+from ..statement import Statement
+
+EPS = 1e-9
+
+
+class AllocateAction:
+    """``fast`` runs the loop in the batch kernel; ``fast=False`` is the reference loop (the tests' oracle)."""
+
+    name = "allocate"
+    clock_dependent = False
+
+    def __init__(self, fast: bool = True) -> None:
+        self.fast = fast
+
+    def run(self, s: Session) -> None:
+        table = s.table
+        leaf_jobs: dict[int, list[Job]] = {}
+        jobs, index, children = s.state.jobs, table.index, table.children
+        for name in s.state.sorted_pending():
+            job = jobs[name]
+            q = index.get(job.queue)
+            if q is None:
+                s.reasons[name] = reasons.unknown_queue(job.queue)
+                continue
+            if children[q]:
+                s.reasons[name] = reasons.not_leaf(job.queue)
+                continue
+            if job.shape < 0:  # a job with a shape has only valid pods
+                bad = next((p.invalid for p in job.pods if p.invalid), None)
+                if bad is not None:
+                    s.reasons[name] = reasons.invalid_pod(bad)
+                    continue
+            leaf = leaf_jobs.get(q)
+            if leaf is None:
+                leaf = leaf_jobs[q] = []
+            leaf.append(job)
+        if not leaf_jobs:
+            return
+        failed_shapes: dict[tuple, str] = {}
+        if self.fast:
+            batch.allocate(s, leaf_jobs, self._attempt, failed_shapes)
+            return
+        requests: dict[str, tuple[list[int], tuple[float, float, float]]] = {}
+
+        def to_place(job: Job) -> tuple[list[int], tuple[float, float, float]]:
+            hit = requests.get(job.name)
+            if hit is None:
+                pods = s.pods_to_place(job)
+                hit = requests[job.name] = (pods, s.request_of(job, pods))
+            return hit
+
+        order = JobQueue(
+            s.shares,
+            table.parent,
+            leaf_jobs,
+            lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
+            lambda j: to_place(j)[1],
+        )
+        while (job := order.pop()) is not None:
+            pods, req = to_place(job)
+            ok = bool(pods) and self._attempt(s, job, pods, req, failed_shapes)
+            requests.pop(job.name, None)
+            order.done(job, ok and bool(s.pending_pods(job)))
+
+    def _attempt(
+        self,
+        s: Session,
+        job: Job,
+        pods: list[int],
+        req: tuple[float, float, float],
+        failed_shapes: dict[tuple, str],
+    ) -> bool:
+        why = capacity_reason(s, job, req)
+        if why is not None:
+            s.reasons[job.name] = why
+            return False
+        # within one allocate pass resources only shrink, so a shape that found no room never will
+        shape = (job.pool, job.topology, tuple(job.pods[i] for i in pods))
+        why = failed_shapes.get(shape)
+        if why is not None:
+            s.reasons[job.name] = why
+            return False
+        stmt = Statement(s)
+        why = place_job(s, stmt, job, pods)
+        if why is not None:
+            failed_shapes[shape] = why
+            s.reasons[job.name] = why
+            return False
+        placed = stmt.placements()
+        pipeline_all = False
+        if any(p[5] for p in placed):
+            bound = sum(1 for st in job.state if st in (BINDING, BOUND))
+            bound += sum(1 for v in s.placed.get(job.name, {}).values() if not v[3])
+            bound += sum(1 for p in placed if not p[5])
+            pipeline_all = bound < job.min_available
+        stmt.commit(pipeline_all=pipeline_all, placements=placed)
+        s.reasons.pop(job.name, None)
+        return True
+
+
+def capacity_reason(s: Session, job: Job, req: tuple[float, float, float]) -> str | None:
+    """Limits at the leaf and every ancestor; for a non-preemptible job, quotas too (§5.2)."""
+    table = s.table
+    chain = table.ancestors[table.index[job.queue]]
+    for q in chain:
+        for r in range(3):
+            limit = table.limit[q, r]
+            if limit != -1 and req[r] != 0 and s.alloc[q][r] + req[r] > limit + EPS:
+                return reasons.over_limit(table.names[q], r, limit, s.alloc[q][r], req[r])
+    if not job.preemptible:
+        for q in chain:
+            for r in range(3):
+                quota = table.quota[q, r]
+                if quota != -1 and req[r] != 0 and s.alloc_np[q][r] + req[r] > quota + EPS:
+                    return reasons.non_preemptible_over_quota(
+                        table.names[q], r, quota, s.alloc_np[q][r], req[r]
+                    )
+    return None
+
+
+def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | None:
+    """Place all ``pods`` in the statement; None on success, else why not (the statement is then empty)."""
+    topo = job.topology
+    level = topo.required or topo.preferred if topo is not None else None
+    if level is None:
+        result = stmt.place(job, pods)
+        if result.count == len(pods):
+            return None
+        stmt.discard()
+        return reasons.no_fit(job, pods, result.count, s.nodes, s.pod_arrays(job, pods))
+    domains = topology_domains(s, job, pods, level)
+    for _, mask in domains:
+        cp = stmt.checkpoint()
+        result = stmt.place(job, pods, restrict=mask)
+        if result.count == len(pods):
+            return None
+        stmt.rollback(cp)
+    if topo.required is None:
+        result = stmt.place(job, pods)
+        if result.count == len(pods):
+            return None
+        stmt.discard()
+        return reasons.no_fit(job, pods, result.count, s.nodes, s.pod_arrays(job, pods))
+    stmt.discard()
+    return (
+        f"no {level} domain has room for all {len(pods)} pods of the job"
+        if len(pods) > 1
+        else (f"no node with a {level} label has room for the pod")
+    )
+
+
+def topology_domains(s: Session, job: Job, pods: list[int], level: str) -> list[tuple[str, np.ndarray]]:
+    """Domains (values of the ``level`` label) that may hold all pods, least free first, then by value (§5.5)."""
+    n = s.nodes.ints.shape[0]
+    by_value: dict[str, np.ndarray] = {}
+    for node in s.state.nodes.values():
+        value = node.spec.labels.get(level)
+        if value is None:
+            continue
+        mask = by_value.get(value)
+        if mask is None:
+            mask = by_value[value] = np.zeros(n, dtype=np.bool_)
+        mask[node.slot] = True
+    gpu_req = sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY)
+    cpu_req = sum(job.pods[i].cpu for i in pods)
+    ints, dev = s.nodes.ints, s.nodes.dev
+    free_gpu = (dev[pl.D_USED] <= pl.EPS).sum(axis=1) - np.maximum(0, dev.shape[2] - ints[:, pl.N_GPUS])
+    free_cpu = ints[:, pl.N_CPU_CAP] - ints[:, pl.N_CPU_USED]
+    out = []
+    for value in sorted(by_value):
+        mask = by_value[value]
+        fg = float(free_gpu[mask].sum())
+        fc = float(free_cpu[mask].sum())
+        if fg + EPS < gpu_req or fc < cpu_req:
+            continue
+        out.append(((fg, fc), value, mask))
+    out.sort(key=lambda t: (t[0], t[1]))
+    return [(value, mask) for _, value, mask in out]

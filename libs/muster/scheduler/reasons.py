@@ -1,0 +1,108 @@
+"""Why a job waits, in words a user understands."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from muster.kernels import placement as pl
+
+from .state import Job, PodReq
+
+RES_NAMES = ("gpu", "cpu", "memory")
+
+
+def amount(r: int, value: float) -> str:
+    """A quantity in user units: gpu devices, cpu cores (from millicores), memory with a binary suffix."""
+    if r == 1:
+        value = value / 1000.0
+    if r == 2:
+        for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value >= size:
+                return f"{_num(value / size)}{suffix}"
+        return f"{_num(value)}"
+    return _num(value)
+
+
+def _num(v: float) -> str:
+    r = round(v, 2)
+    return str(int(r)) if r == int(r) else f"{r:g}"
+
+
+def over_limit(queue: str, r: int, limit: float, allocated: float, request: float) -> str:
+    return (
+        f"queue {queue} is at its limit of {amount(r, limit)} {RES_NAMES[r]} "
+        f"({amount(r, allocated)} in use, the job needs {amount(r, request)} more)"
+    )
+
+
+def non_preemptible_over_quota(queue: str, r: int, quota: float, allocated_np: float, request: float) -> str:
+    return (
+        f"the job is not preemptible and queue {queue} would exceed its quota of {amount(r, quota)} "
+        f"{RES_NAMES[r]} ({amount(r, allocated_np)} in use by non-preemptible jobs, "
+        f"the job needs {amount(r, request)})"
+    )
+
+
+def unknown_queue(queue: str) -> str:
+    return f"queue {queue} does not exist"
+
+
+def not_leaf(queue: str) -> str:
+    return f"queue {queue} is not a leaf queue; only leaf queues hold jobs"
+
+
+def describe(req: PodReq) -> str:
+    parts = []
+    if req.gpu_memory:
+        parts.append(f"{amount(2, req.gpu_memory)} of gpu memory")
+    elif req.gpu:
+        parts.append(f"{_num(req.gpu)} gpu")
+    if req.cpu:
+        parts.append(f"{amount(1, req.cpu)} cpu")
+    if req.memory:
+        parts.append(f"{amount(2, req.memory)} memory")
+    for name, v in req.ext:
+        parts.append(f"{v} {name}")
+    return ", ".join(parts) if parts else "no resources"
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node" if n == 1 else f"{n} nodes"
+
+
+def no_fit(
+    job: Job, pods: list[int], failed_row: int, nodes: pl.NodeArrays, arrays: pl.PodArrays, where: str = ""
+) -> str:
+    """A gang (or pod) that fits nowhere: how many nodes have room for how many of its pods."""
+    req = job.pods[pods[failed_row]]
+    k = len(pods)
+    elig = arrays.eligible[arrays.ints[failed_row, pl.P_SPEC]]
+    n_elig = int(np.count_nonzero(elig))
+    what = f"gang of {k} pods does not fit{where}" if k > 1 else f"pod does not fit{where}"
+    if n_elig == 0:
+        limits = []
+        if req.node_selector:
+            limits.append("node_selector " + ", ".join(f"{a}={b}" for a, b in req.node_selector))
+        if req.gpu_models:
+            limits.append("gpu_models " + ", ".join(req.gpu_models))
+        if req.ext:
+            limits.append("extended resources " + ", ".join(n for n, _ in req.ext))
+        if limits:
+            return f"{what}: no schedulable node in pool {job.pool} matches its {' and '.join(limits)}"
+        return f"{what}: no schedulable node in pool {job.pool}"
+    rooms = pl.room(nodes, arrays, failed_row, k)
+    counts = Counter(int(c) for c in rooms[elig] if c > 0)
+    if not counts:
+        return f"{what}: no node has room for a pod needing {describe(req)} ({_nodes(n_elig)} considered)"
+    parts = []
+    for c in sorted(counts, reverse=True):
+        n = counts[c]
+        have = "has" if n == 1 else "have"
+        parts.append(f"{_nodes(n)} {have} room for {c} pod{'s' if c != 1 else ''}{' each' if n > 1 else ''}")
+    return f"{what}: " + ", ".join(parts) + f" (each pod needs {describe(req)})"
+
+
+def invalid_pod(message: str) -> str:
+    return f"invalid pod request: {message}"

@@ -1,0 +1,147 @@
+"""A statement: tentative placements and evictions for one job, committed together or undone (KAI's statement.go)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from muster import events as ev
+from muster.kernels import placement as pl
+
+from .policy_placement import pod_seed
+from .session import Session
+from .state import Job
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """Why a pod is evicted: the action, the job it makes room for, the rule that allowed it."""
+
+    action: str
+    for_job: str | None
+    reason: str
+
+
+class Statement:
+    """Placements and evictions applied to the session's working state at once, turned into decisions only
+    on commit. Operations are undone newest first."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.ops: list[tuple] = []
+
+    def place(self, job: Job, pods: list[int], restrict: np.ndarray | None = None) -> pl.Placement:
+        """Place ``pods`` of ``job`` greedily; a partial result stays applied until rollback or discard."""
+        s = self.session
+        arrays = s.pod_arrays(job, pods, restrict=restrict)
+        placer = s.policy_placer()
+        if placer is None:
+            result = pl.place(
+                s.nodes, arrays, s.config.placement_gpu, s.config.placement_cpu, index=s.gpu_index()
+            )
+            s.nodes_version += 1
+        else:
+            seeds = [pod_seed(s.cycle, job.name, i) for i in pods] if placer.random else [0] * len(pods)
+            result = placer.place(s.nodes, arrays, s.gpu_index(), s.config.placement_cpu, seeds)
+            s.nodes_version += 1
+            placer.version = s.nodes_version  # its view followed each pod it placed
+        self.ops.append(("place", job, pods, arrays, result))
+        return result
+
+    def evict(self, job: Job, pod: int, why: Eviction) -> None:
+        """Evict a running pod: its resources become releasing (others may be pipelined onto them)."""
+        self.session.shift(job, pod, +1)
+        self.ops.append(("evict", job, pod, why))
+
+    def checkpoint(self) -> int:
+        return len(self.ops)
+
+    def rollback(self, checkpoint: int) -> None:
+        """Undo every operation made after ``checkpoint``, newest first."""
+        s = self.session
+        while len(self.ops) > checkpoint:
+            op = self.ops.pop()
+            if op[0] == "place":
+                _, _, _, arrays, result = op
+                pl.unplace(s.nodes, arrays, result, index=s.gpu_index())
+                s.nodes_version += 1
+            else:
+                s.shift(op[1], op[2], -1)
+
+    def discard(self) -> None:
+        self.rollback(0)
+
+    def evictions(self) -> list[tuple[Job, int, Eviction]]:
+        """(job, pod, why) of every eviction, in order."""
+        return [(op[1], op[2], op[3]) for op in self.ops if op[0] == "evict"]
+
+    def placements(self) -> list[tuple[Job, int, int, tuple[int, ...], float, bool]]:
+        """(job, pod, node slot, devices, share, pipelined) of every pod placed, in order."""
+        out = []
+        for op in self.ops:
+            if op[0] != "place":
+                continue
+            _, job, pods, _, result = op
+            k = result.count
+            # one conversion per result: element access on numpy arrays costs more than the loop
+            nodes = result.node[:k].tolist()
+            devices = result.devices[:k].tolist()
+            shares = result.share[:k].tolist()
+            piped = result.pipelined[:k].tolist()
+            for row in range(k):
+                devs = tuple(d for d in devices[row] if d >= 0)
+                out.append((job, pods[row], nodes[row], devs, shares[row], piped[row]))
+        return out
+
+    def commit(
+        self,
+        pipeline_all: bool = False,
+        placements: list | None = None,
+        reasons: dict[str, Eviction] | None = None,
+    ) -> int:
+        """Turn the evictions, then the placements, into decisions and charge the queues; returns binds.
+
+        ``reasons`` overrides the recorded reason per victim job name."""
+        s = self.session
+        for job, pod, why in self.evictions():
+            why = (reasons or {}).get(job.name, why)
+            node_name = s.slot_names[job.node[pod]] or ""
+            s.decisions.append(
+                ev.EvictionRequested(
+                    job=job.name,
+                    pod=pod,
+                    node=node_name,
+                    pool=job.pool,
+                    cycle=s.cycle,
+                    epoch=s.epoch,
+                    action=why.action,
+                    for_job=why.for_job,
+                    reason=why.reason,
+                )
+            )
+        n = 0
+        for job, pod, slot, devs, share, pipelined in (
+            placements if placements is not None else self.placements()
+        ):
+            node_name = s.slot_names[slot]
+            spec = s.state.nodes[node_name].spec
+            pipelined = pipelined or pipeline_all
+            s.placed.setdefault(job.name, {})[pod] = (slot, devs, share, pipelined)
+            s.charge(job, s.placed_accounting(job, pod, slot))
+            s.decisions.append(
+                ev.BindRequested(
+                    job=job.name,
+                    pod=pod,
+                    node=node_name,
+                    gpus=list(devs),
+                    gpu_share=share,
+                    pool=spec.pool,
+                    cycle=s.cycle,
+                    epoch=s.epoch,
+                    pipelined=pipelined,
+                )
+            )
+            n += 1
+        self.ops = []
+        return n
