@@ -21,6 +21,7 @@ from muster.scheduler.snapshot import AllocatorCodec
 from muster.service import ServiceContext, rebuild_then_consume
 from muster.snapshots import ObjectStoreSnapshots
 from muster.snapshotting import Snapshotter
+from muster.warmup import warm_kernels
 
 from services.allocator.handlers import AllocatorHandlers
 
@@ -123,17 +124,6 @@ class LeaseSchedule:
     def renew_first(self, lease: Lease) -> bool:
         """Whether a leader about to cycle should renew first."""
         return lease.remaining() < self.ttl * RENEW_BEFORE_CYCLE
-
-
-def warm_kernels(config: AllocatorConfig) -> None:
-    """Run the demo workload through a private allocator with this configuration: its kernels are then
-    compiled (or loaded from the disk cache) before the instance can lead, so a standby's first cycle
-    after taking over does not pay for them. Touches no bus and no shared state."""
-    from muster.demo import demo_scenario
-    from muster.scenario import parse_scenario
-    from muster.simulate import Simulation
-
-    Simulation(parse_scenario(demo_scenario(nodes=4, jobs=40)), config=config).run()
 
 
 async def run(ctx: ServiceContext) -> None:
