@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from muster.events import PodGroupCreated
 from muster.grouping.group import group_manifests
 from muster.grouping.groupers.default import group_unknown
@@ -65,3 +68,18 @@ def test_a_plugin_registered_from_outside_groups_its_kind_and_may_return_finishe
     doc = {"apiVersion": "muster.dev/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {}}
     [event] = group_manifests([doc], registry=registry, uid="u", submitted_at=3.0)
     assert (event.name, event.workload_uid, event.submitted_at) == ("muster:j", "u", 3.0)
+
+
+def test_muster_job_kinds_are_known_whatever_was_imported_first():
+    # A fresh interpreter that imports only the grouping entry point: the muster kinds must not
+    # depend on some other module having been imported to register them.
+    program = (
+        "from muster.grouping.group import group_manifests\n"
+        "job = {'name': 'j', 'queue': 'q', 'pods': [{'count': 1, 'resources': {'gpu': 1}}]}\n"
+        "doc = {'apiVersion': 'muster.dev/v1', 'kind': 'Job', 'metadata': {'name': 'j'}, 'spec': job}\n"
+        "cmd = {'apiVersion': 'muster.dev/v1', 'kind': 'Command', 'metadata': {'name': 'c'},\n"
+        "       'spec': {'queue': 'q', 'command': ['true']}}\n"
+        "print(sorted(g.name for g in group_manifests([doc, cmd], submitted_at=0.0, uid='u')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['c', 'j']"
