@@ -1154,10 +1154,12 @@ def commit_on(
     out: Placement,
     i: int,
     index: GpuIndex | None = None,
+    releasing_first: bool = False,
 ) -> None:
     """Apply pod ``row`` on ``node`` (where it must fit), recording it in row ``i`` of ``out``. A fraction
     or gpu-memory pod goes on ``device`` if it fits there (idle first), else where binpack would put it;
-    whole GPUs are the lowest-numbered idle devices, then releasing ones."""
+    whole GPUs are the lowest-numbered idle devices, then releasing ones (the other way round with
+    ``releasing_first``, see ``place``)."""
     prow = pods.ints[row]
     out.pipelined[i] = _commit_on(
         nodes.ints,
@@ -1175,6 +1177,7 @@ def commit_on(
         out.devices,
         out.share,
         i,
+        releasing_first,
     )
     out.node[i] = node
     if index is not None:
@@ -1194,7 +1197,9 @@ def _device_fits(dev, n, d, need, idle):
 
 
 @njit(cache=True)
-def _commit_on(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d, out_dev, out_share, i):
+def _commit_on(
+    ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d, out_dev, out_share, i, releasing_first
+):
     out_dev[i, :] = -1
     out_share[i] = 0.0
     if kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
@@ -1213,5 +1218,20 @@ def _commit_on(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d
                 ext[E_USED, n, e] += pext[e]
             return not idle
     return _commit(
-        ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, BINPACK, out_dev, out_share, i, False
+        ints,
+        dev,
+        ext,
+        n,
+        kind,
+        whole,
+        share,
+        gpu_mem,
+        cpu,
+        mem,
+        pext,
+        BINPACK,
+        out_dev,
+        out_share,
+        i,
+        releasing_first,
     )
