@@ -16,9 +16,11 @@ sees it. Score, highest first, ties to the lowest ``rank`` (node name order):
   same order.
 
 Devices: whole-GPU pods take devices nothing holds, idle ones first, lowest
-index first. A fraction (or a gpu-memory request, as memory / device memory)
-goes on one device: binpack = the most used shared device it fits on, idle
-devices last; spread = idle devices first, then the least used.
+index first (releasing ones first when the victim solver moves a victim, as
+KAI charges a pod it pipelines to releasing resources). A fraction (or a
+gpu-memory request, as memory / device memory) goes on one device: binpack
+= the most used shared device it fits on, idle devices last; spread = idle
+devices first, then the least used.
 
 Used resources include pipelined pods, releasing resources are held by pods
 being evicted: idle = capacity - used - releasing, free = capacity - used.
@@ -118,10 +120,13 @@ def place(
     strategy_gpu: str = "binpack",
     strategy_cpu: str = "binpack",
     index: GpuIndex | None = None,
+    releasing_first: bool = False,
 ) -> Placement:
     """Place ``pods`` one after the other, mutating ``nodes``; stops at the first pod that fits nowhere.
 
     ``index``, if given, must describe ``nodes`` (see ``GpuIndex``) and is kept up to date.
+    ``releasing_first``: whole-GPU pods take releasing devices before idle ones (a victim the solver
+    moves); node choice is unchanged.
     """
     p = pods.ints.shape[0]
     if pods.ints.shape[1] != P_INT_COLS:
@@ -151,6 +156,7 @@ def place(
             out_dev,
             out_share,
             out_pipe,
+            releasing_first,
         )
     else:
         count = _place_all_indexed(
@@ -174,6 +180,7 @@ def place(
             index.class_start,
             index.class_buckets,
             index.strategy_gpu,
+            releasing_first,
         )
     return Placement(int(count), out_node, out_dev, out_share, out_pipe)
 
@@ -345,27 +352,31 @@ def _best_node(ints, dev, ext, elig, kind, whole, share, gpu_mem, cpu, mem, pext
 
 
 @njit(cache=True)
-def _commit(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, out_dev, out_share, i):
+def _commit(
+    ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, out_dev, out_share, i, releasing_first
+):
     """Choose devices on node n, apply the pod, record it in row i; returns pipelined."""
     gpus = ints[n, N_GPUS]
     idle = _fits_rest(ints, ext, n, cpu, mem, pext, True)
     if kind == WHOLE:
-        idle_w, _ = _free_whole(dev, n, gpus)
-        idle = idle and idle_w >= whole
         taken = 0
-        # idle devices first, then releasing ones (pipelined)
+        took_releasing = False
+        # idle devices first, then releasing ones (pipelined); KAI charges a pod it only pipelines to the
+        # node's releasing resources, so with ``releasing_first`` the idle devices stay idle for the next pod
         for pass_ in range(2):
+            take_releasing = (pass_ == 1) != releasing_first
             for d in range(gpus):
                 if taken == whole:
                     break
                 if dev[D_USED, n, d] > EPS:
                     continue
-                releasing = dev[D_REL, n, d] > EPS
-                if (pass_ == 0 and releasing) or (pass_ == 1 and not releasing):
+                if (dev[D_REL, n, d] > EPS) != take_releasing:
                     continue
                 dev[D_USED, n, d] = 1.0
                 out_dev[i, taken] = d
                 taken += 1
+                took_releasing = took_releasing or take_releasing
+        idle = idle and not took_releasing
         out_share[i] = 0.0
     elif kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
         need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
@@ -428,7 +439,9 @@ def _uncommit(ints, dev, ext, n, kind, cpu, mem, pext, devs, share):
 
 
 @njit(cache=True)
-def _place_all(ints, dev, ext, pints, pshare, pext, elig, sg, sc, out_node, out_dev, out_share, out_pipe):
+def _place_all(
+    ints, dev, ext, pints, pshare, pext, elig, sg, sc, out_node, out_dev, out_share, out_pipe, releasing_first
+):
     for i in range(pints.shape[0]):
         kind = pints[i, P_KIND]
         whole = pints[i, P_WHOLE]
@@ -442,7 +455,22 @@ def _place_all(ints, dev, ext, pints, pshare, pext, elig, sg, sc, out_node, out_
             return i
         out_node[i] = n
         out_pipe[i] = _commit(
-            ints, dev, ext, n, kind, whole, pshare[i], gpu_mem, cpu, mem, pext[i], sg, out_dev, out_share, i
+            ints,
+            dev,
+            ext,
+            n,
+            kind,
+            whole,
+            pshare[i],
+            gpu_mem,
+            cpu,
+            mem,
+            pext[i],
+            sg,
+            out_dev,
+            out_share,
+            i,
+            releasing_first,
         )
     return pints.shape[0]
 
@@ -825,6 +853,7 @@ def _place_all_indexed(
     class_start,
     class_buckets,
     isg,
+    releasing_first,
 ):
     for i in range(pints.shape[0]):
         kind = pints[i, P_KIND]
@@ -888,7 +917,22 @@ def _place_all_indexed(
             return i
         out_node[i] = n
         out_pipe[i] = _commit(
-            ints, dev, ext, n, kind, whole, pshare[i], gpu_mem, cpu, mem, pext[i], sg, out_dev, out_share, i
+            ints,
+            dev,
+            ext,
+            n,
+            kind,
+            whole,
+            pshare[i],
+            gpu_mem,
+            cpu,
+            mem,
+            pext[i],
+            sg,
+            out_dev,
+            out_share,
+            i,
+            releasing_first,
         )
         _rebucket(ints, dev, n, bits, counts, bucket_of, isg)
     return pints.shape[0]
@@ -967,6 +1011,7 @@ def _room(ints, dev, ext, prow, share, pext, elig, limit):
                 od,
                 osh,
                 0,
+                False,
             )
             c += 1
         out[n] = c
@@ -1109,10 +1154,12 @@ def commit_on(
     out: Placement,
     i: int,
     index: GpuIndex | None = None,
+    releasing_first: bool = False,
 ) -> None:
     """Apply pod ``row`` on ``node`` (where it must fit), recording it in row ``i`` of ``out``. A fraction
     or gpu-memory pod goes on ``device`` if it fits there (idle first), else where binpack would put it;
-    whole GPUs are the lowest-numbered idle devices, then releasing ones."""
+    whole GPUs are the lowest-numbered idle devices, then releasing ones (the other way round with
+    ``releasing_first``, see ``place``)."""
     prow = pods.ints[row]
     out.pipelined[i] = _commit_on(
         nodes.ints,
@@ -1130,6 +1177,7 @@ def commit_on(
         out.devices,
         out.share,
         i,
+        releasing_first,
     )
     out.node[i] = node
     if index is not None:
@@ -1149,7 +1197,9 @@ def _device_fits(dev, n, d, need, idle):
 
 
 @njit(cache=True)
-def _commit_on(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d, out_dev, out_share, i):
+def _commit_on(
+    ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d, out_dev, out_share, i, releasing_first
+):
     out_dev[i, :] = -1
     out_share[i] = 0.0
     if kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
@@ -1168,5 +1218,20 @@ def _commit_on(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d
                 ext[E_USED, n, e] += pext[e]
             return not idle
     return _commit(
-        ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, BINPACK, out_dev, out_share, i
+        ints,
+        dev,
+        ext,
+        n,
+        kind,
+        whole,
+        share,
+        gpu_mem,
+        cpu,
+        mem,
+        pext,
+        BINPACK,
+        out_dev,
+        out_share,
+        i,
+        releasing_first,
     )

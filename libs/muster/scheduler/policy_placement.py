@@ -164,9 +164,10 @@ class PolicyPlacer:
         index: pl.GpuIndex,
         strategy_cpu: str,
         seeds: list[int],
+        releasing_first: bool = False,
     ) -> pl.Placement:
         """Place ``pods`` in order like ``placement.place`` (stopping at the first that fits nowhere), GPU pods
-        by the policy; ``seeds`` are the random policy's, one per pod."""
+        by the policy; ``seeds`` are the random policy's, one per pod; ``releasing_first`` as there."""
         p = pods.ints.shape[0]
         g = max(nodes.dev.shape[2], 1)
         out = pl.Placement(
@@ -178,24 +179,31 @@ class PolicyPlacer:
         )
         for i in range(p):
             if pods.ints[i, pl.P_KIND] == pl.CPU_ONLY:
-                node = self._place_kai(nodes, pods, i, index, strategy_cpu, out)
+                node = self._place_kai(nodes, pods, i, index, strategy_cpu, out, releasing_first)
             else:
                 node, device = self.choose(nodes, pods, i, seeds[i])
                 if node >= 0:
-                    pl.commit_on(nodes, pods, i, node, device, out, i, index)
+                    pl.commit_on(nodes, pods, i, node, device, out, i, index, releasing_first)
                 else:
-                    node = self._place_kai(nodes, pods, i, index, strategy_cpu, out)
+                    node = self._place_kai(nodes, pods, i, index, strategy_cpu, out, releasing_first)
             if node < 0:
                 return out._replace(count=i)
             self._refresh(nodes, node)
         return out._replace(count=p)
 
     def _place_kai(
-        self, nodes: pl.NodeArrays, pods: pl.PodArrays, i: int, index: pl.GpuIndex, strategy_cpu: str, out
+        self,
+        nodes: pl.NodeArrays,
+        pods: pl.PodArrays,
+        i: int,
+        index: pl.GpuIndex,
+        strategy_cpu: str,
+        out,
+        releasing_first: bool,
     ) -> int:
         """Pod ``i`` placed by binpack (gpu) / the cpu strategy, recorded in row ``i`` of ``out``."""
         one = pl.PodArrays(pods.ints[i : i + 1], pods.share[i : i + 1], pods.ext[i : i + 1], pods.eligible)
-        got = pl.place(nodes, one, "binpack", strategy_cpu, index=index)
+        got = pl.place(nodes, one, "binpack", strategy_cpu, index=index, releasing_first=releasing_first)
         if got.count == 0:
             return -1
         out.node[i] = got.node[0]

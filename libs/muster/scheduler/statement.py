@@ -31,19 +31,29 @@ class Statement:
         self.session = session
         self.ops: list[tuple] = []
 
-    def place(self, job: Job, pods: list[int], restrict: np.ndarray | None = None) -> pl.Placement:
-        """Place ``pods`` of ``job`` greedily; a partial result stays applied until rollback or discard."""
+    def place(
+        self, job: Job, pods: list[int], restrict: np.ndarray | None = None, releasing_first: bool = False
+    ) -> pl.Placement:
+        """Place ``pods`` of ``job`` greedily; a partial result stays applied until rollback or discard.
+        ``releasing_first``: whole-GPU pods take releasing devices before idle ones (see ``pl.place``)."""
         s = self.session
         arrays = s.pod_arrays(job, pods, restrict=restrict)
         placer = s.policy_placer()
         if placer is None:
             result = pl.place(
-                s.nodes, arrays, s.config.placement_gpu, s.config.placement_cpu, index=s.gpu_index()
+                s.nodes,
+                arrays,
+                s.config.placement_gpu,
+                s.config.placement_cpu,
+                index=s.gpu_index(),
+                releasing_first=releasing_first,
             )
             s.nodes_version += 1
         else:
             seeds = [pod_seed(s.cycle, job.name, i) for i in pods] if placer.random else [0] * len(pods)
-            result = placer.place(s.nodes, arrays, s.gpu_index(), s.config.placement_cpu, seeds)
+            result = placer.place(
+                s.nodes, arrays, s.gpu_index(), s.config.placement_cpu, seeds, releasing_first
+            )
             s.nodes_version += 1
             placer.version = s.nodes_version  # its view followed each pod it placed
         self.ops.append(("place", job, pods, arrays, result))

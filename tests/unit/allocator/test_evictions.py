@@ -110,6 +110,29 @@ def test_consolidation_moves_pods_and_kills_none():
     }
 
 
+def test_consolidation_packs_a_gang_spread_over_two_nodes_onto_one():
+    gang = gang_job("team-a", 2, gpu=4, name="gang", submitted_at=1)
+    events = [gpu_nodes(2, gpus=8), queue("team-a", gpu_quota=16), gang]
+    for pod, node in enumerate(("node-0", "node-1")):
+        events.append(ev.BindRequested(job="gang", pod=pod, node=node, gpus=[0, 1, 2, 3]))
+        events.append(ev.PodBound(job="gang", pod=pod, node=node, gpus=[0, 1, 2, 3], at=0.0))
+    events.append(gang_job("team-a", 1, gpu=8, name="whole", submitted_at=2))
+    a = allocator(*events)
+    out = a.cycle(1.0, cycle=1)
+    assert [(e.job, e.pod, e.action, e.for_job) for e in evictions(out)] == [
+        ("gang", 1, "consolidate", "whole"),
+        ("gang", 0, "consolidate", "whole"),
+    ]
+    binds = {(d.job, d.pod): d for d in out.decisions if isinstance(d, ev.BindRequested)}
+    assert {binds["gang", 0].node, binds["gang", 1].node} == {"node-0"}
+    assert binds["whole", 0].node == "node-1"
+    confirm(a, out.decisions, at=1.0)
+    assert {name: v.status for name, v in a.snapshot().jobs.items()} == {
+        "gang": "running",
+        "whole": "running",
+    }
+
+
 def test_a_stale_gang_loses_its_pods_after_the_grace_period():
     gang = gang_job("team-a", 4, name="gang")
     a = allocator(

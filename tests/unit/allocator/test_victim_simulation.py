@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from muster.scenario.load import load_scenario, parse_scenario
+import pytest
+from muster.scenario.load import load_scenario, parse_scenario, read_document
+from muster.scheduler.config import GPU_POLICIES
 from muster.simulate import simulate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -78,3 +80,12 @@ def test_without_consolidation_reclaim_moves_the_victim_it_can_place_again():
     out = simulate(scenario)
     assert [(e.job, e.action) for e in out.evictions] == [("b2", "reclaim")]
     assert all(job.status == "running" for job in out.jobs.values())
+
+
+@pytest.mark.parametrize("placement", ["binpack", *GPU_POLICIES])
+def test_consolidation_packs_a_spread_gang_onto_one_node_under_every_packing_placement(placement):
+    data = read_document(SCENARIOS / "consolidate-packs-a-spread-gang-onto-one-node.yaml")
+    out = simulate(parse_scenario({**data, "config": {"placement": {"gpu": placement}}}))
+    assert [(e.job, e.action, e.for_job) for e in out.evictions] == [("gang", "consolidate", "whole")]
+    assert {p.node for p in out.jobs["gang"].pods} == {"node-a"}
+    assert out.jobs["whole"].status == "running"

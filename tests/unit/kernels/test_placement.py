@@ -196,6 +196,28 @@ def test_whole_pods_pipeline_onto_releasing_devices_only_when_nothing_is_idle():
     assert (second.node[0], bool(second.pipelined[0])) == (0, True)
 
 
+@pytest.mark.parametrize("indexed", [False, True])
+def test_releasing_first_takes_a_nodes_releasing_devices_before_its_idle_ones(indexed):
+    arr, pods = to_arrays(_uniform(1, gpus=4), _whole(n=2))
+    arr.dev[pl.D_REL, 0, :2] = 1.0
+    index = pl.build_gpu_index(arr, np.ones(1, dtype=np.bool_)) if indexed else None
+    got = pl.place(arr, pods, "binpack", "binpack", index=index, releasing_first=True)
+    assert (tuple(got.devices[0][:2]), bool(got.pipelined[0])) == ((0, 1), True)
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_releasing_first_keeps_the_idle_devices_for_the_next_pod_of_the_gang(indexed):
+    # both nodes: 4 releasing and 4 idle devices; idle-first leaves the first node without idle ones
+    placed = {}
+    for releasing_first in (False, True):
+        arr, pods = to_arrays(_uniform(2), _whole(n=4, count=2))
+        arr.dev[pl.D_REL, :, :4] = 1.0
+        index = pl.build_gpu_index(arr, np.ones(2, dtype=np.bool_)) if indexed else None
+        got = pl.place(arr, pods, "binpack", "binpack", index=index, releasing_first=releasing_first)
+        placed[releasing_first] = list(got.node[:2])
+    assert placed == {False: [0, 1], True: [0, 0]}
+
+
 def test_room_counts_copies_per_node():
     arr, pods = to_arrays(_uniform(2, gpus=4), _whole(n=2, count=1))
     arr.dev[pl.D_USED, 1, :3] = 1.0

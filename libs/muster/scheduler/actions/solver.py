@@ -9,8 +9,11 @@ a victim whose queue orders before the job's is placed again first and may
 take back the room it freed, failing the scenario. Placements in a
 simulation obey queue limits at every level, counted after the evictions
 (so a job at its queue's limit fits once lower-priority pods of that queue
-are evicted). A victim placed again is moved (pipelined), the rest are
-killed; consolidation demands that every victim moves. The first scenario
+are evicted). A victim placed again is moved (pipelined, onto releasing
+devices before idle ones as KAI charges a pipelined pod, so a spread gang
+packs onto one node), the rest are killed; consolidation demands that
+every victim moves. The evicting job's own pods keep allocate's choice,
+idle devices first: those that fit there bind at once. The first scenario
 that places the job's pods is kept; nothing leaves the statement until the
 caller validates and commits.
 """
@@ -117,7 +120,7 @@ def _simulate(
                     return None
             elif not (nxt.topology is not None and nxt.topology.required):
                 # a gang bound to one domain is not re-placed piecemeal
-                if _place_within_limits(s, stmt, nxt, to_place[nxt.name], charged):
+                if _place_within_limits(s, stmt, nxt, to_place[nxt.name], charged, releasing_first=True):
                     moved.add(nxt.name)
                 elif all_must_move:
                     return None
@@ -137,11 +140,14 @@ def _enough_gpus(s: Session, job: Job, want: list[int], victims: list[Unit]) -> 
     return need <= s.free_gpus() + sum(u.res[0] for u in victims) + EPS
 
 
-def _place_within_limits(s: Session, stmt: Statement, job: Job, pods: list[int], charged: list) -> bool:
+def _place_within_limits(
+    s: Session, stmt: Statement, job: Job, pods: list[int], charged: list, releasing_first: bool = False
+) -> bool:
     """Place all of ``pods`` or none, keeping every queue on the job's path within its limit as the
-    simulation has charged it so far; on success the placement is charged too."""
+    simulation has charged it so far; on success the placement is charged too. ``releasing_first``: whole
+    GPUs from releasing devices before idle ones (a moved victim, see the module's docstring)."""
     cp = stmt.checkpoint()
-    if stmt.place(job, pods).count != len(pods):
+    if stmt.place(job, pods, releasing_first=releasing_first).count != len(pods):
         stmt.rollback(cp)
         return False
     gpu = cpu = mem = 0.0
