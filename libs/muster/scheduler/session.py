@@ -18,24 +18,8 @@ from muster.kernels import placement as pl
 from .config import AllocatorConfig
 from .ordering import QueueShares
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
-from .state import (
-    A_CPU,
-    A_GPU,
-    A_MEM,
-    ALLOCATED,
-    NP_CPU,
-    NP_GPU,
-    NP_MEM,
-    PENDING,
-    R_CPU,
-    R_GPU,
-    R_GPU_MEM,
-    R_MEM,
-    ClusterState,
-    Job,
-    decayed_seconds,
-    gpu_accounting,
-)
+from .state import ALLOCATED, PENDING, ClusterState, Job, decayed_seconds, gpu_accounting, planes
+from .state.queue_sums import A_CPU, A_GPU, A_MEM, NP_CPU, NP_GPU, NP_MEM, R_CPU, R_GPU, R_GPU_MEM, R_MEM
 
 RESOURCES = ("gpu", "cpu", "memory")
 
@@ -123,12 +107,12 @@ class Session:
         self.epoch = epoch
         self.pool_label = pool_label
         q = len(table.names)
-        self.min_dev_mem = state.min_device_memory()
-        self.total = state.totals()
+        self.min_dev_mem = state.node_table.min_device_memory()
+        self.total = state.node_table.totals()
         alloc = np.zeros((q, 3))
         alloc_np = np.zeros((q, 3))
         request = np.zeros((q, 3))
-        for name, s in state.queue_sums.items():
+        for name, s in state.queue_sums.by_queue.items():
             i = table.index.get(name)
             if i is None:
                 continue
@@ -159,11 +143,11 @@ class Session:
             k=config.fairness.k if config.fairness is not None else 1.0,
         )
         self.shares = QueueShares(table.quota, table.limit, self.fair, self.alloc, table.priority, self.total)
-        state.rerank()
-        a = state.arrays
+        state.node_table.rerank()
+        a = state.node_table.arrays
         self.nodes = pl.NodeArrays(a.ints.copy(), a.dev.copy(), a.ext.copy())
-        self.in_scope = state.served_node_mask()
-        self.slot_names = state.slot_names
+        self.in_scope = state.node_table.served_mask()
+        self.slot_names = state.node_table.slot_names
         self._gpu_index: pl.GpuIndex | None = None
         self._placer: PolicyPlacer | None = None
         self.nodes_version = 0
@@ -232,27 +216,9 @@ class Session:
         resources move between the used and releasing planes and leave (or re-enter) its queue's sums."""
         slot = job.node[i]
         req = job.pods[i]
-        ints, dev, ext = self.nodes
-        ints[slot, pl.N_CPU_USED] -= sign * req.cpu
-        ints[slot, pl.N_CPU_REL] += sign * req.cpu
-        ints[slot, pl.N_MEM_USED] -= sign * req.memory
-        ints[slot, pl.N_MEM_REL] += sign * req.memory
-        names = self.state.ext_names
-        for name, amount in req.ext:
-            if name in names:
-                e = names.index(name)
-                ext[pl.E_USED, slot, e] -= sign * amount
-                ext[pl.E_REL, slot, e] += sign * amount
-        amount = 1.0 if req.kind == pl.WHOLE else job.share[i]
-        if req.kind != pl.CPU_ONLY:
-            for d in job.gpus[i] if req.kind == pl.WHOLE else job.gpus[i][:1]:
-                used = dev[pl.D_USED, slot, d] - sign * amount
-                rel = dev[pl.D_REL, slot, d] + sign * amount
-                dev[pl.D_USED, slot, d] = 0.0 if used < pl.EPS else used
-                dev[pl.D_REL, slot, d] = 0.0 if rel < pl.EPS else rel
-            if self._gpu_index is not None:
-                gi = self._gpu_index
-                pl.rebucket(self.nodes, gi, slot)
+        planes.move(self.nodes, self.state.node_table.ext_names, req, slot, job.gpus[i], job.share[i], sign)
+        if req.kind != pl.CPU_ONLY and self._gpu_index is not None:
+            pl.rebucket(self.nodes, self._gpu_index, slot)
         self.nodes_version += 1
         self.charge(job, job.acct[i], -sign)
         if sign > 0:
@@ -302,20 +268,7 @@ class Session:
         key = (job.pool, spec_key)
         mask = self._eligible.get(key)
         if mask is None:
-            selector, models, ext_names = spec_key
-            mask = np.zeros(self.nodes.ints.shape[0], dtype=np.bool_)
-            for node in self.state.nodes.values():
-                spec = node.spec
-                if spec.unschedulable or spec.pool != job.pool:
-                    continue
-                if any(spec.labels.get(k) != v for k, v in selector):
-                    continue
-                if models and spec.gpu_model not in models:
-                    continue
-                if any(e not in spec.resources.extended for e in ext_names):
-                    continue
-                mask[node.slot] = True
-            self._eligible[key] = mask
+            mask = self._eligible[key] = self.state.node_table.eligible(job.pool, spec_key)
         return mask
 
     def free_gpus(self) -> float:
@@ -368,7 +321,7 @@ class Session:
         ext = np.zeros((len(pods), n_ext), dtype=np.int64)
         keys: dict[tuple, int] = {}
         elig: list[np.ndarray] = []
-        ext_names = self.state.ext_names
+        ext_names = self.state.node_table.ext_names
         for row, i in enumerate(pods):
             req = job.pods[i]
             k = req.spec_key
