@@ -16,7 +16,8 @@ from muster.kernels import placement as pl
 from .actions import actions_for
 from .actions.victims import min_runtime
 from .config import AllocatorConfig
-from .session import RESOURCES, QueueTable, Session
+from .queue_accounting import RESOURCES, QueueTable
+from .session import Session
 from .state import ALLOCATED, ClusterState, is_stale
 from .views import ClusterSnapshot, CycleOutcome, JobView, NodeView, PodPlacement, QueueView
 
