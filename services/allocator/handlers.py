@@ -115,7 +115,7 @@ class AllocatorHandlers:
         """A cycle may run: its own last decisions are read back, and there is news or time to wait on."""
         if self.applied_seq < self.awaiting_seq:
             return False
-        if self.engine.state.awaiting_adoption:
+        if self.engine.state.adoptions.awaiting:
             # Pods handed to the fleet already running are not answered yet: a cycle now could place
             # them a second time. The answers follow at once from the binder.
             return False
@@ -156,8 +156,8 @@ class AllocatorHandlers:
         from the first recorded cycle that saw it, so this cycle must be recorded even if idle."""
         state = self.engine.state
         return any(
-            name not in state.stale_since and is_stale(state.jobs[name])
-            for name in sorted(state.stale_candidates)
+            name not in state.ledger.stale_since and is_stale(state.jobs[name])
+            for name in sorted(state.ledger.stale_candidates)
         )
 
     def _measure(self, out, seconds: float) -> None:

@@ -853,7 +853,7 @@ def _flatten(leaf_jobs: dict[int, list[Job]]) -> tuple[list[Job], list[int]]:
 def _shapes(s: Session, shape_jobs: list[Job]) -> tuple[Shapes, list[tuple], np.ndarray]:
     """Pod rows of each plain shape (one representative job each), their failed-shape keys and requests."""
     n_ext = s.nodes.ext.shape[2]
-    ext_names = s.state.ext_names
+    ext_names = s.state.node_table.ext_names
     start = [0]
     rows: list[tuple] = []
     share: list[float] = []
@@ -1002,7 +1002,7 @@ def _flush(
     piped = out.pipelined[p0:p1].tolist()
     names = s.table.names
     slot_names = s.slot_names
-    state_nodes = s.state.nodes
+    state_nodes = s.state.node_table.nodes
     decisions = s.decisions
     placed = s.placed
     cycle, epoch = s.cycle, s.epoch

@@ -16,7 +16,8 @@ from muster.kernels import placement as pl
 from .actions import actions_for
 from .actions.victims import min_runtime
 from .config import AllocatorConfig
-from .session import RESOURCES, QueueTable, Session
+from .queue_accounting import RESOURCES, QueueTable
+from .session import Session
 from .state import ALLOCATED, ClusterState, is_stale
 from .views import ClusterSnapshot, CycleOutcome, JobView, NodeView, PodPlacement, QueueView
 
@@ -94,12 +95,11 @@ class Allocator:
                 action.run(session)
             decisions = session.decisions
             placed = session.placed
+            jobs = state.ledger.jobs
             reasons = {
                 name: why
                 for name, why in sorted(session.reasons.items())
-                if name in state.jobs
-                and state.jobs[name].status in ("pending", "preempted")
-                and name not in placed
+                if name in jobs and jobs[name].status in ("pending", "preempted") and name not in placed
             }
             statuses = self._queue_status(session)
             # an idle cycle's result holds until the state changes, unless time alone could change it
@@ -145,11 +145,11 @@ class Allocator:
         memory bytes."""
         state = self.state
         jobs = {}
-        for name in sorted(state.jobs):
-            job = state.jobs[name]
+        for name in sorted(state.ledger.jobs):
+            job = state.ledger.jobs[name]
             status = job.status
             pods = [
-                PodPlacement(node=state.slot_names[job.node[i]] or "", gpus=list(job.gpus[i]))
+                PodPlacement(node=state.node_table.slot_names[job.node[i]] or "", gpus=list(job.gpus[i]))
                 for i in range(len(job.pods))
                 if job.state[i] in ALLOCATED and job.node[i] >= 0
             ]
@@ -166,9 +166,10 @@ class Allocator:
                 requested=_user_units(s.request[i]),
             )
         nodes = {}
-        a = state.arrays
-        for name in sorted(state.nodes):
-            node = state.nodes[name]
+        table = state.node_table
+        a = table.arrays
+        for name in sorted(table.nodes):
+            node = table.nodes[name]
             slot = node.slot
             ints = a.ints[slot]
             gpus = int(ints[pl.N_GPUS])
@@ -196,14 +197,15 @@ class Allocator:
         """Whether a later clock alone could change a decision: a stale gang's grace is running, or a
         pending job exists while some running job is still inside a min-runtime."""
         state = self.state
+        ledger = state.ledger
         names = {a.name for a in self._actions}
         stale_on = "stale_gang_eviction" in names and self.config.stale_gang_grace >= 0
-        if stale_on and any(is_stale(state.jobs[name]) for name in sorted(state.stale_candidates)):
+        if stale_on and any(is_stale(ledger.jobs[name]) for name in sorted(ledger.stale_candidates)):
             return True
-        if state.min_runtime_used and state.pending_jobs and names & {"reclaim", "preempt"}:
+        if state.min_runtime_used and ledger.pending_jobs and names & {"reclaim", "preempt"}:
             table = self._queue_table()
-            for name in sorted(state.running_jobs):
-                job = state.jobs[name]
+            for name in sorted(ledger.running_jobs):
+                job = ledger.jobs[name]
                 if not job.n_running or not job.preemptible or job.last_start is None:
                     continue
                 for kind in ("reclaim", "preempt"):

@@ -7,99 +7,16 @@ copied at open, updated by each committed statement, thrown away at close.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from muster import events as ev
-from muster.kernels import fairshare
 from muster.kernels import placement as pl
 
 from .config import AllocatorConfig
 from .ordering import QueueShares
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
-from .state import (
-    A_CPU,
-    A_GPU,
-    A_MEM,
-    ALLOCATED,
-    NP_CPU,
-    NP_GPU,
-    NP_MEM,
-    PENDING,
-    R_CPU,
-    R_GPU,
-    R_GPU_MEM,
-    R_MEM,
-    ClusterState,
-    Job,
-    decayed_seconds,
-    gpu_accounting,
-)
-
-RESOURCES = ("gpu", "cpu", "memory")
-
-
-@dataclass
-class QueueTable:
-    """The queue tree as arrays, in creation order (``order``, then name)."""
-
-    names: list[str]
-    index: dict[str, int]
-    parent: np.ndarray
-    children: list[list[int]]
-    priority: list[int]
-    quota: np.ndarray
-    limit: np.ndarray
-    weight: np.ndarray
-    ancestors: list[list[int]]  # the queue itself, then up to its top-level queue
-
-    @classmethod
-    def build(cls, queues: dict[str, ev.QueueSpec]) -> QueueTable:
-        specs = sorted(queues.values(), key=lambda s: (s.order, s.name))
-        names = [s.name for s in specs]
-        index = {n: i for i, n in enumerate(names)}
-        q = len(names)
-        parent = np.full(q, -1, dtype=np.int64)
-        quota = np.zeros((q, 3))
-        limit = np.zeros((q, 3))
-        weight = np.zeros((q, 3))
-        for i, s in enumerate(specs):
-            # an unknown parent leaves the queue at the top level (the queue controller rejects it)
-            if s.parent is not None and s.parent in index and s.parent != s.name:
-                parent[i] = index[s.parent]
-            for r, res in enumerate(RESOURCES):
-                spec = s.resources.get(res)
-                if spec is None:
-                    spec = ev.QueueResource(
-                        quota=0.0 if res == "gpu" else -1.0, over_quota_weight=1.0, limit=-1.0
-                    )
-                quota[i, r] = spec.quota
-                limit[i, r] = spec.limit
-                weight[i, r] = spec.over_quota_weight
-        # break parent cycles so the tree is a forest
-        for i in range(q):
-            seen = {i}
-            p = parent[i]
-            while p >= 0:
-                if p in seen:
-                    parent[i] = -1
-                    break
-                seen.add(int(p))
-                p = parent[p]
-        children: list[list[int]] = [[] for _ in range(q)]
-        for i in range(q):
-            if parent[i] >= 0:
-                children[parent[i]].append(i)
-        ancestors = []
-        for i in range(q):
-            chain = [i]
-            while parent[chain[-1]] >= 0:
-                chain.append(int(parent[chain[-1]]))
-            ancestors.append(chain)
-        return cls(
-            names, index, parent, children, [s.priority for s in specs], quota, limit, weight, ancestors
-        )
+from .queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
+from .state import ALLOCATED, PENDING, ClusterState, Job, gpu_accounting, planes
 
 
 class Session:
@@ -122,48 +39,20 @@ class Session:
         self.cycle = cycle
         self.epoch = epoch
         self.pool_label = pool_label
-        q = len(table.names)
-        self.min_dev_mem = state.min_device_memory()
-        self.total = state.totals()
-        alloc = np.zeros((q, 3))
-        alloc_np = np.zeros((q, 3))
-        request = np.zeros((q, 3))
-        for name, s in state.queue_sums.items():
-            i = table.index.get(name)
-            if i is None:
-                continue
-            gpu_mem_req = s[R_GPU_MEM] / self.min_dev_mem if self.min_dev_mem else 0.0
-            row_a = (s[A_GPU], s[A_CPU], s[A_MEM])
-            row_np = (s[NP_GPU], s[NP_CPU], s[NP_MEM])
-            row_r = (s[A_GPU] + s[R_GPU] + gpu_mem_req, s[A_CPU] + s[R_CPU], s[A_MEM] + s[R_MEM])
-            for anc in table.ancestors[i]:
-                alloc[anc] += row_a
-                alloc_np[anc] += row_np
-                request[anc] += row_r
-        # sums kept incrementally drift by float rounding; KAI's are exact
-        # lists, not arrays: the allocate loop reads and charges them one element at a time
-        self.alloc: list[list[float]] = np.round(alloc, 9).tolist()
-        self.alloc_np: list[list[float]] = np.round(alloc_np, 9).tolist()
-        self.request = np.round(request, 9)
-        self.fair = fairshare.fair_share(
-            fairshare.QueueArrays(
-                parent=table.parent,
-                priority=np.array(table.priority, dtype=np.int64),
-                quota=table.quota,
-                limit=table.limit,
-                weight=table.weight,
-                request=self.request,
-                usage=self._usage(state, config, table, clock),
-            ),
-            self.total,
-            k=config.fairness.k if config.fairness is not None else 1.0,
+        nodes = state.node_table
+        self.min_dev_mem = nodes.min_device_memory()
+        self.total = nodes.totals()
+        self.alloc, self.alloc_np, self.request = queue_accounting(
+            state.queue_sums.by_queue, table, self.min_dev_mem
         )
+        usage = usage_fractions(state, config.fairness, table, clock, self.total)
+        self.fair = fair_shares(table, self.request, usage, self.total, config.fairness)
         self.shares = QueueShares(table.quota, table.limit, self.fair, self.alloc, table.priority, self.total)
-        state.rerank()
-        a = state.arrays
+        nodes.rerank()
+        a = nodes.arrays
         self.nodes = pl.NodeArrays(a.ints.copy(), a.dev.copy(), a.ext.copy())
-        self.in_scope = state.served_node_mask()
-        self.slot_names = state.slot_names
+        self.in_scope = nodes.served_mask()
+        self.slot_names = nodes.slot_names
         self._gpu_index: pl.GpuIndex | None = None
         self._placer: PolicyPlacer | None = None
         self.nodes_version = 0
@@ -179,29 +68,6 @@ class Session:
         self.placed: dict[str, dict[int, tuple[int, tuple[int, ...], float, bool]]] = {}
         # pods evicted in this session (a moved pod is in both)
         self.evicted: dict[str, set[int]] = {}
-
-    def _usage(
-        self, state: ClusterState, config: AllocatorConfig, table: QueueTable, clock: float
-    ) -> np.ndarray:
-        """Each queue's decayed historical usage as a fraction of the cluster's decayed capacity over the
-        window (KAI's time-aware fairness, normalised by total capacity); zeros when fairness is off."""
-        q = len(table.names)
-        usage = np.zeros((q, 3))
-        f = config.fairness
-        if f is None:
-            return usage
-        raw = state.queue_usage(clock, f.usage_window, f.half_life)
-        capacity_seconds = decayed_seconds(clock, f.usage_window, f.half_life, clock - f.usage_window, clock)
-        for name in sorted(raw):
-            i = table.index.get(name)
-            if i is None:
-                continue
-            for anc in table.ancestors[i]:
-                usage[anc] += raw[name]
-        for r in range(3):
-            denom = self.total[r] * capacity_seconds
-            usage[:, r] = usage[:, r] / denom if denom > 0 else 0.0
-        return np.minimum(usage, 1.0)
 
     # -- what a job has and wants ---------------------------------------------------------------
 
@@ -232,27 +98,9 @@ class Session:
         resources move between the used and releasing planes and leave (or re-enter) its queue's sums."""
         slot = job.node[i]
         req = job.pods[i]
-        ints, dev, ext = self.nodes
-        ints[slot, pl.N_CPU_USED] -= sign * req.cpu
-        ints[slot, pl.N_CPU_REL] += sign * req.cpu
-        ints[slot, pl.N_MEM_USED] -= sign * req.memory
-        ints[slot, pl.N_MEM_REL] += sign * req.memory
-        names = self.state.ext_names
-        for name, amount in req.ext:
-            if name in names:
-                e = names.index(name)
-                ext[pl.E_USED, slot, e] -= sign * amount
-                ext[pl.E_REL, slot, e] += sign * amount
-        amount = 1.0 if req.kind == pl.WHOLE else job.share[i]
-        if req.kind != pl.CPU_ONLY:
-            for d in job.gpus[i] if req.kind == pl.WHOLE else job.gpus[i][:1]:
-                used = dev[pl.D_USED, slot, d] - sign * amount
-                rel = dev[pl.D_REL, slot, d] + sign * amount
-                dev[pl.D_USED, slot, d] = 0.0 if used < pl.EPS else used
-                dev[pl.D_REL, slot, d] = 0.0 if rel < pl.EPS else rel
-            if self._gpu_index is not None:
-                gi = self._gpu_index
-                pl.rebucket(self.nodes, gi, slot)
+        planes.move(self.nodes, self.state.node_table.ext_names, req, slot, job.gpus[i], job.share[i], sign)
+        if req.kind != pl.CPU_ONLY and self._gpu_index is not None:
+            pl.rebucket(self.nodes, self._gpu_index, slot)
         self.nodes_version += 1
         self.charge(job, job.acct[i], -sign)
         if sign > 0:
@@ -302,20 +150,7 @@ class Session:
         key = (job.pool, spec_key)
         mask = self._eligible.get(key)
         if mask is None:
-            selector, models, ext_names = spec_key
-            mask = np.zeros(self.nodes.ints.shape[0], dtype=np.bool_)
-            for node in self.state.nodes.values():
-                spec = node.spec
-                if spec.unschedulable or spec.pool != job.pool:
-                    continue
-                if any(spec.labels.get(k) != v for k, v in selector):
-                    continue
-                if models and spec.gpu_model not in models:
-                    continue
-                if any(e not in spec.resources.extended for e in ext_names):
-                    continue
-                mask[node.slot] = True
-            self._eligible[key] = mask
+            mask = self._eligible[key] = self.state.node_table.eligible(job.pool, spec_key)
         return mask
 
     def free_gpus(self) -> float:
@@ -368,7 +203,7 @@ class Session:
         ext = np.zeros((len(pods), n_ext), dtype=np.int64)
         keys: dict[tuple, int] = {}
         elig: list[np.ndarray] = []
-        ext_names = self.state.ext_names
+        ext_names = self.state.node_table.ext_names
         for row, i in enumerate(pods):
             req = job.pods[i]
             k = req.spec_key

@@ -12,81 +12,84 @@ process knows (why jobs waited at its last cycle, the last cycle it
 published) rides beside it, undigested: a standby that never ran a cycle
 and the leader hold the same state, but not the same of these.
 
-Every attribute of ``ClusterState`` is either imaged here or named a cache
-in ``CACHES``; a test holds the two lists to the class, so an attribute
-added later cannot be left out of snapshots unnoticed.
+The state images itself section by section (``ClusterState.image``); here the sections' fields are
+written as one map, in the order they have always had, so the bytes (and the digest) stay as they were.
+Every attribute of the state and of each section is either imaged or named a cache of its class; a
+test holds the lists to the classes, and a field a section images must be given its place in
+``FIELD_ORDER`` (and ``FORMAT`` bumped), or this module does not load.
 """
 
 from __future__ import annotations
 
 import hashlib
+import typing
 
 import msgspec
-import numpy as np
 
 from muster import events as ev
 from muster.fencing import EpochFence
-from muster.kernels import placement as pl
 from muster.scheduler.fold import AllocatorFold
-from muster.scheduler.state import ClusterState, Job, Node, PodReq
+from muster.scheduler.state import ClusterState, StateImage
 from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
 FORMAT = 3
 """Bumped whenever the image changes shape or meaning: older snapshots are then skipped, not misread.
 (3: a queue's allocated sums count its pipelined pods.)"""
 
-CACHES = frozenset({"_pending_sorted", "_pending_added", "_pending_removed", "_requests_of", "_shape_of"})
-"""``ClusterState`` attributes rebuilt from the rest, and not imaged."""
+FIELD_ORDER = (
+    "pools",
+    "usage_window",
+    "forget_finished",
+    "finished",
+    "version",
+    "nodes",
+    "free_slots",
+    "slot_names",
+    "ints",
+    "dev",
+    "ext",
+    "ext_names",
+    "jobs",
+    "queues",
+    "queue_sums",
+    "pending_jobs",
+    "running_jobs",
+    "prev_reasons",
+    "node_version",
+    "ranks_dirty",
+    "queue_version",
+    "clock",
+    "stale_candidates",
+    "stale_since",
+    "usage",
+    "min_runtime_used",
+    "shapes",
+    "adoptions",
+    "awaiting_adoption",
+)
+"""The state's fields in an image, in the order written: the bytes, and so the digest, depend on it."""
+
+PARTS: tuple[type[msgspec.Struct], ...] = tuple(typing.get_type_hints(StateImage).values())
+"""The image type of each part of the state (its own fields, then each section's), in ``StateImage`` order."""
 
 
-class ArrayImage(msgspec.Struct, array_like=True):
-    dtype: str
-    shape: list[int]
-    data: bytes
+def _wire_struct() -> type[msgspec.Struct]:
+    """One struct with every part's fields, in ``FIELD_ORDER``."""
+    types: dict[str, object] = {}
+    for part in PARTS:
+        for f in msgspec.structs.fields(part):
+            if f.name in types:
+                raise TypeError(f"two parts of the state image {f.name!r}")
+            types[f.name] = f.type
+    if set(types) != set(FIELD_ORDER) or len(FIELD_ORDER) != len(types):
+        raise TypeError(f"FIELD_ORDER does not list exactly the fields the state images: {sorted(types)}")
+    return msgspec.defstruct(
+        "WireState", [(name, types[name]) for name in FIELD_ORDER], kw_only=True, module=__name__
+    )
 
 
-class ShapeImage(msgspec.Struct, array_like=True):
-    pool: str
-    pods: list[PodReq]
-    id: int
-
-
-class AdoptionImage(msgspec.Struct, array_like=True):
-    job: str
-    submission: str
-    pods: list[int]
-
-
-class StateImage(msgspec.Struct, kw_only=True):
-    pools: list[str] | None
-    usage_window: float | None
-    forget_finished: bool
-    finished: list[str]
-    version: int
-    nodes: dict[str, Node]
-    free_slots: list[int]
-    slot_names: list[str | None]
-    ints: ArrayImage
-    dev: ArrayImage
-    ext: ArrayImage
-    ext_names: list[str]
-    jobs: dict[str, Job]
-    queues: dict[str, ev.QueueSpec]
-    queue_sums: dict[str, list[float]]
-    pending_jobs: list[str]
-    running_jobs: list[str]
-    prev_reasons: dict[str, str]
-    node_version: int
-    ranks_dirty: bool
-    queue_version: int
-    clock: float | None
-    stale_candidates: list[str]
-    stale_since: dict[str, float]
-    usage: dict[str, list[tuple[float, float, float, float, float]]]
-    min_runtime_used: bool
-    shapes: list[ShapeImage]
-    adoptions: list[AdoptionImage]
-    awaiting_adoption: list[tuple[str, int]]
+WireState = _wire_struct()
+"""The state part of an image as written: every part's fields in one map."""
 
 
 class FoldImage(msgspec.Struct, kw_only=True):
@@ -98,7 +101,7 @@ class FoldImage(msgspec.Struct, kw_only=True):
     epochs: dict[str, int]
     refused_elections: int
     last_refused: ev.LeaderElected | None
-    state: StateImage
+    state: WireState
 
 
 class LocalImage(msgspec.Struct, kw_only=True):
@@ -110,15 +113,6 @@ class LocalImage(msgspec.Struct, kw_only=True):
 
 _fold = msgspec.msgpack.Decoder(FoldImage)
 _local = msgspec.msgpack.Decoder(LocalImage)
-
-
-def _array(a: np.ndarray) -> ArrayImage:
-    return ArrayImage(str(a.dtype), list(a.shape), a.tobytes())
-
-
-def _from_array(image: ArrayImage) -> np.ndarray:
-    # A copy: the fold writes into its arrays, and a buffer over the image's bytes is read-only.
-    return np.frombuffer(image.data, dtype=np.dtype(image.dtype)).reshape(image.shape).copy()
 
 
 def image_of(fold: AllocatorFold) -> Image:
@@ -133,41 +127,9 @@ def digest_of(fold: AllocatorFold) -> str:
 
 
 def _fold_part(fold: AllocatorFold) -> bytes:
-    s = fold.engine.state
-    # A cycle ranks nodes lazily: rank them now, so a fold that ran no cycle (a standby, replay before
-    # its first) images the same bytes as one that did.
-    s.rerank()
-    state = StateImage(
-        pools=sorted(s.pools) if s.pools is not None else None,
-        usage_window=s.usage_window,
-        forget_finished=s.forget_finished,
-        finished=sorted(s.finished),
-        version=s.version,
-        nodes=s.nodes,
-        free_slots=s.free_slots,
-        slot_names=s.slot_names,
-        ints=_array(s.arrays.ints),
-        dev=_array(s.arrays.dev),
-        ext=_array(s.arrays.ext),
-        ext_names=s.ext_names,
-        jobs=s.jobs,
-        queues=s.queues,
-        queue_sums=s.queue_sums,
-        pending_jobs=sorted(s.pending_jobs),
-        running_jobs=sorted(s.running_jobs),
-        prev_reasons=s.prev_reasons,
-        node_version=s.node_version,
-        ranks_dirty=s.ranks_dirty,
-        queue_version=s.queue_version,
-        clock=s.clock,
-        stale_candidates=sorted(s.stale_candidates),
-        stale_since=s.stale_since,
-        usage=s.usage,
-        min_runtime_used=s.min_runtime_used,
-        shapes=[ShapeImage(pool, list(pods), id) for (pool, pods), id in s.shapes.items()],
-        adoptions=[AdoptionImage(job, sub, sorted(pods)) for (job, sub), pods in s.adoptions.items()],
-        awaiting_adoption=sorted(s.awaiting_adoption),
-    )
+    fields: dict[str, object] = {}
+    for part in fold.engine.state.image():
+        fields.update(msgspec.structs.asdict(part))
     return encode(
         FoldImage(
             pool=fold.pool,
@@ -176,8 +138,14 @@ def _fold_part(fold: AllocatorFold) -> bytes:
             epochs=fold.fence.epochs,
             refused_elections=fold.fence.refused,
             last_refused=fold.fence.last_refused,
-            state=state,
+            state=WireState(**fields),
         )
+    )
+
+
+def _state_image(wire: msgspec.Struct) -> StateImage:
+    return StateImage(
+        *(part(**{name: getattr(wire, name) for name in part.__struct_fields__}) for part in PARTS)
     )
 
 
@@ -191,40 +159,13 @@ def restore_image(fold: AllocatorFold, data: bytes, digest: str | None = None) -
         raise ImageError(f"a snapshot of pool {image.pool!r} cannot continue pool {fold.pool!r}")
     i = image.state
     engine = fold.engine
-    state = ClusterState(
-        engine.state.pools, engine.state.usage_window, forget_finished=engine.state.forget_finished
-    )
-    pools = sorted(state.pools) if state.pools is not None else None
-    if (pools, state.usage_window, state.forget_finished) != (i.pools, i.usage_window, i.forget_finished):
+    now = engine.state
+    pools = sorted(now.pools) if now.pools is not None else None
+    if (pools, now.usage.window, now.forget_finished) != (i.pools, i.usage_window, i.forget_finished):
         raise ImageError(
             "the snapshot was folded for other pools, usage window or forgetting of finished jobs"
         )
-    state.finished = set(i.finished)
-    state.version = i.version
-    state.nodes = i.nodes
-    state.free_slots = i.free_slots
-    state.slot_names = i.slot_names
-    state.arrays = pl.NodeArrays(_from_array(i.ints), _from_array(i.dev), _from_array(i.ext))
-    state.ext_names = i.ext_names
-    state.jobs = _shared_requests(i.jobs)
-    state.queues = i.queues
-    state.queue_sums = i.queue_sums
-    state.pending_jobs = set(i.pending_jobs)
-    state.running_jobs = set(i.running_jobs)
-    # The sorted view of pending jobs is rebuilt on first use from everything pending.
-    state._pending_added = list(i.pending_jobs)
-    state.prev_reasons = i.prev_reasons
-    state.node_version = i.node_version
-    state.ranks_dirty = i.ranks_dirty
-    state.queue_version = i.queue_version
-    state.clock = i.clock
-    state.stale_candidates = set(i.stale_candidates)
-    state.stale_since = i.stale_since
-    state.usage = i.usage
-    state.min_runtime_used = i.min_runtime_used
-    state.shapes = {(s.pool, tuple(s.pods)): s.id for s in i.shapes}
-    state.adoptions = {(a.job, a.submission): set(a.pods) for a in i.adoptions}
-    state.awaiting_adoption = {(job, pod) for job, pod in i.awaiting_adoption}
+    state = ClusterState.restore(_state_image(i))
     fence = EpochFence()
     fence.epochs = dict(image.epochs)
     fence.refused = image.refused_elections
@@ -252,12 +193,3 @@ class AllocatorCodec:
 
     def summary(self, fold: AllocatorFold) -> str:
         return f"pool {fold.pool}, {len(fold.engine.state.jobs)} jobs"
-
-
-def _shared_requests(jobs: dict[str, Job]) -> dict[str, Job]:
-    """Jobs whose equal pod requests are one object again, as the fold shares them (most jobs repeat
-    a few pod specs: a hundred thousand copies would cost memory, and nothing else)."""
-    seen: dict[PodReq, PodReq] = {}
-    for job in jobs.values():
-        job.pods = [seen.setdefault(req, req) for req in job.pods]
-    return jobs

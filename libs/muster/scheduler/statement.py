@@ -135,7 +135,7 @@ class Statement:
             placements if placements is not None else self.placements()
         ):
             node_name = s.slot_names[slot]
-            spec = s.state.nodes[node_name].spec
+            spec = s.state.node_table.nodes[node_name].spec
             pipelined = pipelined or pipeline_all
             s.placed.setdefault(job.name, {})[pod] = (slot, devs, share, pipelined)
             s.charge(job, s.placed_accounting(job, pod, slot))

@@ -60,19 +60,19 @@ def test_the_next_cycle_places_around_an_adopted_pod():
 
 def test_pods_handed_over_are_awaited_once_their_group_is_known_and_until_the_fleet_answers():
     a = allocator(gpu_nodes(1, 4), queue("team", gpu_quota=4), handover(("train", 0, [0]), ("train", 1, [1])))
-    assert a.state.awaiting_adoption == set()
+    assert a.state.adoptions.awaiting == set()
     a.apply(gang_job("team", 2, name="train"))
-    assert a.state.awaiting_adoption == {("train", 0), ("train", 1)}
+    assert a.state.adoptions.awaiting == {("train", 0), ("train", 1)}
     a.apply(ev.PodBound(job="train", pod=0, node="node-0", gpus=[0], at=-30.0))
     a.apply(ev.BindFailed(job="train", pod=1, node="node-0", reason="device 1 of node node-0 is in use"))
-    assert a.state.awaiting_adoption == set()
+    assert a.state.adoptions.awaiting == set()
     assert a.state.jobs["train"].state[1] == PENDING
 
 
 def test_a_handover_after_its_group_is_awaited_at_once():
     a = allocator(gpu_nodes(1, 4), queue("team", gpu_quota=4), gang_job("team", 1, name="train"))
     a.apply(handover(("train", 0, [0])))
-    assert a.state.awaiting_adoption == {("train", 0)}
+    assert a.state.adoptions.awaiting == {("train", 0)}
 
 
 def test_a_handover_names_one_submission_and_a_group_of_another_is_not_awaited():
@@ -82,7 +82,7 @@ def test_a_handover_names_one_submission_and_a_group_of_another_is_not_awaited()
         handover(("train", 0, [0]), uid="scenario/x/1"),
         msgspec.structs.replace(gang_job("team", 1, name="train"), workload_uid="scenario/x/2"),
     )
-    assert a.state.awaiting_adoption == set()
+    assert a.state.adoptions.awaiting == set()
 
 
 def test_pods_not_pending_or_not_in_the_group_are_not_awaited():
@@ -93,14 +93,14 @@ def test_pods_not_pending_or_not_in_the_group_are_not_awaited():
         ev.PodBound(job="train", pod=0, node="node-0", gpus=[0], at=0.0),
         handover(("train", 0, [0]), ("train", 7, [1])),
     )
-    assert a.state.awaiting_adoption == set()
+    assert a.state.adoptions.awaiting == set()
 
 
 def test_a_deleted_group_is_no_longer_awaited():
     a = allocator(gpu_nodes(1, 4), queue("team", gpu_quota=4), gang_job("team", 1, name="train"))
     a.apply(handover(("train", 0, [0])))
     a.apply(ev.PodGroupDeleted(name="train"))
-    assert a.state.awaiting_adoption == set()
+    assert a.state.adoptions.awaiting == set()
 
 
 # -- the live allocator ----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def test_forgetting_finished_jobs_changes_no_decision_of_a_recorded_history():
             b.queue_status,
         )
     assert len(forgetting.engine.state.jobs) < len(keeping.engine.state.jobs)
-    assert forgetting.engine.state.finished
+    assert forgetting.engine.state.ledger.finished
 
 
 def finished_job(fold: AllocatorFold) -> None:
@@ -53,7 +53,7 @@ def finished_job(fold: AllocatorFold) -> None:
 def test_a_finished_job_is_forgotten_but_its_name_is_not_scheduled_again():
     fold = new_fold(True)
     finished_job(fold)
-    assert "train" not in fold.engine.state.jobs and "train" in fold.engine.state.finished
+    assert "train" not in fold.engine.state.jobs and "train" in fold.engine.state.ledger.finished
     fold.fold(6, [gang_job("team", pods=1, gpu=1, name="train")])
     assert fold.cycle(3.0, epoch=1).decisions == []
 

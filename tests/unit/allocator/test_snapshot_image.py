@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import typing
 from pathlib import Path
 
+import msgspec
 import pytest
 from muster.replay import load_log
 from muster.scheduler import snapshot as codec
 from muster.scheduler.config import AllocatorConfig
 from muster.scheduler.engine import Allocator
 from muster.scheduler.fold import AllocatorFold, consumed_subjects
-from muster.scheduler.state import ClusterState
+from muster.scheduler.state import SECTIONS, ClusterState, StateImage
+from muster.scheduler.state.usage import UsageHistory, UsageImage
 from muster.snapshots import DirectorySnapshots
 from muster.snapshotting import Snapshotter
 from muster.subjects import Subjects, subject_matches
@@ -81,10 +84,38 @@ def test_the_image_carries_why_jobs_waited_at_the_last_cycle():
     assert restored.engine.last_reasons == {"train": "no node has 8 free GPUs"}
 
 
-def test_every_attribute_of_the_cluster_state_is_imaged_or_named_a_cache():
-    attributes = set(vars(ClusterState()))
-    imaged = set(codec.StateImage.__struct_fields__) | {"arrays"}
-    assert attributes - codec.CACHES == imaged - {"ints", "dev", "ext"}
+PART_CLASSES = {"cluster": ClusterState, **SECTIONS}
+PART_IMAGES = typing.get_type_hints(StateImage)
+
+
+def unimaged(cls: type, image_type: type[msgspec.Struct]) -> set[str]:
+    """Attributes of a new ``cls`` its image type leaves out (by the names ``IMAGED_AS`` gives them),
+    other than caches and sections, and fields of the image type no attribute fills."""
+    attributes = set(vars(cls())) - cls.CACHES - set(SECTIONS)
+    fields = set(image_type.__struct_fields__)
+    missing = {a for a in attributes if not set(cls.IMAGED_AS.get(a, (a,))) <= fields}
+    covered = {f for a in attributes for f in cls.IMAGED_AS.get(a, (a,))}
+    return missing | (fields - covered)
+
+
+@pytest.mark.parametrize("part", StateImage._fields)
+def test_every_attribute_of_each_part_of_the_state_is_imaged_or_named_a_cache(part):
+    assert unimaged(PART_CLASSES[part], PART_IMAGES[part]) == set()
+
+
+def test_an_attribute_a_section_gains_without_imaging_it_is_caught():
+    class Grown(UsageHistory):
+        def __init__(self) -> None:
+            super().__init__()
+            self.peak = 0.0
+
+    assert unimaged(Grown, UsageImage) == {"peak"}
+
+
+def test_the_image_writes_every_field_of_every_part_in_the_order_of_the_format():
+    fields = [f for image_type in PART_IMAGES.values() for f in image_type.__struct_fields__]
+    assert sorted(fields) == sorted(codec.FIELD_ORDER)
+    assert codec.WireState.__struct_fields__ == codec.FIELD_ORDER
 
 
 def test_an_image_of_another_pool_is_refused():

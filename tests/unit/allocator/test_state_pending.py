@@ -17,14 +17,14 @@ def test_pending_names_stay_sorted_as_jobs_arrive_run_and_wait_again():
         state.apply(e)
     for name in ("m", "c", "x", "a"):
         state.apply(gang_job("q", 1, name=name))
-    assert state.sorted_pending() == ["a", "c", "m", "x"]
+    assert state.ledger.sorted_pending() == ["a", "c", "m", "x"]
     for e in [*_bound("c"), gang_job("q", 1, name="b"), ev.PodGroupDeleted(name="x")]:
         state.apply(e)
-    assert state.sorted_pending() == ["a", "b", "m"]
+    assert state.ledger.sorted_pending() == ["a", "b", "m"]
     state.apply(ev.PodEvicted(job="c", pod=0, node="node-0"))  # back to pending
     state.apply(gang_job("q", 1, name="d"))
-    assert state.sorted_pending() == ["a", "b", "c", "d", "m"]
-    assert state.sorted_pending() == sorted(state.pending_jobs)
+    assert state.ledger.sorted_pending() == ["a", "b", "c", "d", "m"]
+    assert state.ledger.sorted_pending() == sorted(state.ledger.pending_jobs)
 
 
 def test_jobs_of_the_same_pool_and_pods_share_a_shape_and_gangs_with_spare_pods_have_none():
@@ -50,14 +50,14 @@ def test_running_jobs_are_those_with_a_pod_holding_resources_as_pods_bind_leave_
         state.apply(e)
     for name in ("a", "b", "c"):
         state.apply(gang_job("q", 2, name=name))
-    assert state.running_jobs == set()
+    assert state.ledger.running_jobs == set()
     for e in [*_bound("a"), ev.BindRequested(job="b", pod=0, node="node-0", gpus=[2])]:
         state.apply(e)
-    assert state.running_jobs == {"a", "b"}  # binding holds the device as bound does
+    assert state.ledger.running_jobs == {"a", "b"}  # binding holds the device as bound does
     state.apply(ev.PodEvicted(job="b", pod=0, node="node-0"))
     state.apply(ev.PodCompleted(job="a", pod=0, node="node-0"))
-    assert state.running_jobs == set()
+    assert state.ledger.running_jobs == set()
     for e in [*_bound("c", 0), *_bound("c", 1), ev.PodGroupDeleted(name="c")]:
         state.apply(e)
-    assert state.running_jobs == set()
-    assert state.running_jobs == {name for name, job in state.jobs.items() if job.n_running}
+    assert state.ledger.running_jobs == set()
+    assert state.ledger.running_jobs == {name for name, job in state.jobs.items() if job.n_running}

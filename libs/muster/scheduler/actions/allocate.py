@@ -28,7 +28,7 @@ class AllocateAction:
         table = s.table
         leaf_jobs: dict[int, list[Job]] = {}
         jobs, index, children = s.state.jobs, table.index, table.children
-        for name in s.state.sorted_pending():
+        for name in s.state.ledger.sorted_pending():
             job = jobs[name]
             q = index.get(job.queue)
             if q is None:
@@ -165,7 +165,7 @@ def topology_domains(s: Session, job: Job, pods: list[int], level: str) -> list[
     """Domains (values of the ``level`` label) that may hold all pods, least free first, then by value (§5.5)."""
     n = s.nodes.ints.shape[0]
     by_value: dict[str, np.ndarray] = {}
-    for node in s.state.nodes.values():
+    for node in s.state.node_table.nodes.values():
         value = node.spec.labels.get(level)
         if value is None:
             continue

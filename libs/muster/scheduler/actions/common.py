@@ -18,7 +18,7 @@ def _leaf_jobs(s: Session) -> dict[int, list[Job]]:
     table = s.table
     jobs, index, children = s.state.jobs, table.index, table.children
     leaf_jobs: dict[int, list[Job]] = {}
-    for name in s.state.sorted_pending():
+    for name in s.state.ledger.sorted_pending():
         job = jobs[name]
         q = index.get(job.queue)
         if q is None or children[q] or (job.shape < 0 and any(p.invalid for p in job.pods)):
@@ -82,7 +82,7 @@ def running_by_leaf(s: Session, keep: Callable[[Job], bool]) -> dict[int, list[J
     out: dict[int, list[Job]] = {}
     table = s.table
     jobs = s.state.jobs
-    for name in sorted(s.state.running_jobs):
+    for name in sorted(s.state.ledger.running_jobs):
         job = jobs[name]
         if not job.preemptible or not keep(job):
             continue
@@ -104,7 +104,7 @@ def each_pending_with_victims(
     The running jobs are gathered only when a job still has pods to place: after allocate has placed
     everything, which is the common case, nothing running is looked at.
     """
-    if not s.state.running_jobs:
+    if not s.state.ledger.running_jobs:
         return
     running: dict[int, list[Job]] | None = None
     failed: set[tuple] = set()

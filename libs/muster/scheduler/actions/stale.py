@@ -21,13 +21,13 @@ class StaleGangEvictionAction:
     def run(self, s: Session) -> None:
         grace = s.config.stale_gang_grace
         state = s.state
-        if grace < 0 or not state.stale_candidates:
+        if grace < 0 or not state.ledger.stale_candidates:
             return
-        for name in sorted(state.stale_candidates):
+        for name in sorted(state.ledger.stale_candidates):
             job = state.jobs[name]
             if name in s.placed or name in s.evicted or not is_stale(job):
                 continue
-            since = state.stale_since.get(name, s.clock)
+            since = state.ledger.stale_since.get(name, s.clock)
             if s.clock - since < grace:
                 continue
             pods = s.victim_pods(job)

@@ -15,7 +15,8 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..session import QueueTable, Session
+from ..queue_accounting import QueueTable
+from ..session import Session
 from ..state import ClusterState, Job
 
 

@@ -1,0 +1,145 @@
+"""Jobs and their pods as the allocator's state records them: what each pod asks for, and its state.
+
+Pod states and what they hold::
+
+    PENDING    nothing; counts as request
+    BINDING    node resources; counts as allocated and running (BindRequested seen)
+    PIPELINED  node resources (placed on releasing ones); counts as allocated, not running
+    BOUND      node resources; counts as allocated and running (PodBound seen)
+    RELEASING  node resources, marked releasing; counts as neither (EvictionRequested)
+    COMPLETED  nothing
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from muster import events as ev
+from muster.kernels import placement as pl
+
+PENDING, BINDING, PIPELINED, BOUND, RELEASING, COMPLETED = range(6)
+STATE_NAMES = ("pending", "binding", "pipelined", "bound", "releasing", "completed")
+HOLDING = (BINDING, PIPELINED, BOUND)
+ALLOCATED = (BINDING, BOUND)
+ACTIVE = (BINDING, PIPELINED, BOUND)
+# What a pod's state counts as (allocated, pending, completed, active): between two states of one
+# class, a transition leaves every sum and counter as it was.
+COUNT_CLASS = {PENDING: 0, BINDING: 1, BOUND: 1, PIPELINED: 2, RELEASING: 3, COMPLETED: 4}
+
+
+@dataclass(frozen=True, slots=True)
+class PodReq:
+    """What one pod asks for, in base units, with what restricts its nodes."""
+
+    gpu: float
+    gpu_memory: int
+    cpu: int
+    memory: int
+    ext: tuple[tuple[str, int], ...]
+    node_selector: tuple[tuple[str, str], ...]
+    gpu_models: tuple[str, ...]
+    subgroup: str
+    kind: int
+    whole: int
+    share: float
+    invalid: str | None
+
+    @property
+    def spec_key(self) -> tuple:
+        """Everything that decides which nodes this pod may use."""
+        return (self.node_selector, self.gpu_models, tuple(name for name, _ in self.ext))
+
+
+def pod_req(spec: ev.PodSpec, path: str) -> PodReq:
+    """The request of one pod of ``spec``; an invalid one names what is wrong, under ``path``."""
+    r = spec.resources
+    invalid = None
+    try:
+        kind = pl.pod_kind(r.gpu, r.gpu_memory)
+    except ValueError as e:
+        kind, invalid = pl.CPU_ONLY, f"{path}.resources.{e}"
+    if r.gpu < 0 or r.cpu < 0 or r.memory < 0 or r.gpu_memory < 0:
+        invalid = f"{path}.resources: negative request"
+    return PodReq(
+        gpu=float(r.gpu),
+        gpu_memory=int(r.gpu_memory),
+        cpu=int(r.cpu),
+        memory=int(r.memory),
+        ext=tuple(sorted((k, int(v)) for k, v in r.extended.items() if v)),
+        node_selector=tuple(sorted(spec.node_selector.items())),
+        gpu_models=tuple(sorted(spec.gpu_models)),
+        subgroup=spec.subgroup,
+        kind=kind,
+        whole=int(r.gpu) if kind == pl.WHOLE else 0,
+        share=float(r.gpu) if kind == pl.FRACTION else 0.0,
+        invalid=invalid,
+    )
+
+
+@dataclass(slots=True)
+class Job:
+    """One pod group and the state of each of its pods."""
+
+    name: str
+    queue: str
+    pool: str
+    priority: int
+    preemptible: bool
+    min_available: int
+    submitted_at: float
+    pods: list[PodReq]
+    subgroups: dict[str, int]
+    topology: ev.Topology | None
+    min_runtime: float | None
+    state: list[int] = field(default_factory=list)
+    node: list[int] = field(default_factory=list)
+    gpus: list[tuple[int, ...]] = field(default_factory=list)
+    share: list[float] = field(default_factory=list)
+    acct: list[tuple[float, int, int]] = field(default_factory=list)
+    bound_at: list[float] = field(default_factory=list)
+    moves: dict[int, tuple[int, tuple[int, ...], float]] = field(default_factory=dict)
+    """pod -> (node slot, devices, share) it is moving to once its eviction is confirmed"""
+    workload_uid: str = ""
+    ever_ran: bool = False
+    last_start: float | None = None
+    n_pending: int = 0
+    n_active: int = 0
+    n_running: int = 0
+    n_completed: int = 0
+    shape: int = -1
+    """For a job placed whole in one attempt (no sub-groups or topology, min_available covering every pod,
+    no gpu-memory pod): an id shared by every job of the same pool and pod requests; else -1."""
+
+    @property
+    def status(self) -> str:
+        """pending | running | preempted | completed, as scenario-format.md defines them."""
+        if self.pods and self.n_completed == len(self.pods):
+            return "completed"
+        if self.n_running:
+            return "running"
+        if self.ever_ran:
+            return "preempted"
+        return "pending"
+
+
+def is_stale(job: Job) -> bool:
+    """Some pods run, but the gang (or one of its sub-groups) has fewer than its minimum, and none finished."""
+    if job.n_active == 0 or job.n_completed > 0:
+        return False
+    if job.n_active < job.min_available:
+        return True
+    for group, minimum in sorted(job.subgroups.items()):
+        active = sum(1 for i, req in enumerate(job.pods) if req.subgroup == group and job.state[i] in ACTIVE)
+        if active < minimum:
+            return True
+    return False
+
+
+def gpu_accounting(req: PodReq, dev_mem: int) -> float:
+    """GPUs a placed pod counts for in its queue: a gpu-memory pod as memory / device memory, up to 0.01."""
+    if req.kind == pl.MEMORY:
+        if dev_mem <= 0:
+            return 0.0
+        return math.ceil(round(req.gpu_memory / dev_mem * 100, 9)) / 100
+    return req.gpu
