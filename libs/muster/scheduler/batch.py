@@ -508,6 +508,7 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
             out.devices,
             out.share,
             m,
+            False,  # the batch path places pending jobs: idle devices first
         )
         _rebucket(ints, dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
     # KAI pipelines the whole gang when part of it is pipelined and too few pods would really run
