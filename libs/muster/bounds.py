@@ -68,6 +68,8 @@ def check(events: Sequence[ev.Event], root: str = "$.events") -> None:
 
 def check_pod_group(group: ev.PodGroupCreated, root: str = "$") -> None:
     """``check`` for one pod group; paths start at ``root``."""
+    if pod_group_fits(group):
+        return
     try:
         _pod_group(group)
     except OutOfBounds as exc:
@@ -98,18 +100,31 @@ def _int32(path: str, value: int, low: int = INT32_MIN) -> None:
     _range(path, value, low, INT32_MAX)
 
 
+_CONTAINERS = (dict, list)
+
+
+def within_nesting(value: Any, levels: int) -> bool:
+    """Whether ``value`` holds mappings and lists at most ``levels`` deep (``value`` itself is level 1)."""
+    if isinstance(value, dict):
+        children: Any = value.values()
+    elif isinstance(value, list):
+        children = value
+    else:
+        return True
+    if levels < 1:
+        return False
+    # Recursive, yet never deeper than ``levels`` frames: it gives up where the limit is passed.
+    # Every submission's manifests are walked twice (admission, grouping): no tuple per value.
+    levels -= 1
+    for child in children:
+        if isinstance(child, _CONTAINERS) and not within_nesting(child, levels):
+            return False
+    return True
+
+
 def _nesting(path: str, value: Any) -> None:
-    # Iterative on purpose: a recursive walk is what deep nesting breaks.
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
-        if depth > MAX_NESTING:
-            raise OutOfBounds(path, f"nested deeper than the limit of {MAX_NESTING} levels")
-        stack.extend((v, depth + 1) for v in item)
+    if not within_nesting(value, MAX_NESTING):
+        raise OutOfBounds(path, f"nested deeper than the limit of {MAX_NESTING} levels")
 
 
 def _resources(path: str, r: ev.Resources, *, pod: bool) -> None:
@@ -128,7 +143,39 @@ def _resources(path: str, r: ev.Resources, *, pod: bool) -> None:
         _range(f"{path}.extended[{name!r}]", amount, 0, MAX_EXTENDED)
 
 
+def pod_group_fits(g: ev.PodGroupCreated) -> bool:
+    """Whether ``check_pod_group`` passes: the same comparisons, without the paths only an error needs."""
+    # Every reader checks every group, so this is one function with no calls per pod spec.
+    total = 0
+    for spec in g.pods:
+        r = spec.resources
+        gpu = r.gpu
+        if not (
+            0 <= spec.count <= MAX_PODS_PER_GROUP
+            and 0 <= gpu <= MAX_NODE_GPUS
+            and (gpu <= 1 or not gpu % 1)
+            and 0 <= r.gpu_memory <= MAX_GPU_MEMORY
+            and 0 <= r.cpu <= MAX_CPU_MILLIS
+            and 0 <= r.memory <= MAX_MEMORY
+            and (not r.extended or all(0 <= v <= MAX_EXTENDED for v in r.extended.values()))
+        ):
+            return False
+        total += spec.count
+    return (
+        total <= MAX_PODS_PER_GROUP
+        and INT32_MIN <= g.priority <= INT32_MAX
+        and 0 <= g.min_available <= MAX_PODS_PER_GROUP
+        and (not g.subgroups or all(0 <= s.min_available <= MAX_PODS_PER_GROUP for s in g.subgroups))
+    )
+
+
 def _pod_group(g: ev.PodGroupCreated) -> None:
+    if not pod_group_fits(g):
+        _pod_group_walk(g)
+
+
+def _pod_group_walk(g: ev.PodGroupCreated) -> None:
+    """Raise naming the first field of ``g`` past its limit."""
     total = 0
     for j, spec in enumerate(g.pods):
         _range(f".pods[{j}].count", spec.count, 0, MAX_PODS_PER_GROUP)
@@ -165,7 +212,19 @@ def _devices(path: str, pod: int, gpus: list[int]) -> None:
             _range(f"{path}.gpus[{k}]", device, 0, MAX_NODE_GPUS - 1)
 
 
+def _placement_fits(e: ev.BindRequested | ev.PodBound) -> bool:
+    """``_placement`` passes, in one call: every bind is checked by every reader, twice (decision, confirmation)."""
+    gpus = e.gpus
+    return (
+        0 <= e.pod < MAX_PODS_PER_GROUP
+        and 0 <= e.gpu_share <= 1
+        and (not gpus or (len(gpus) <= MAX_NODE_GPUS and min(gpus) >= 0 and max(gpus) < MAX_NODE_GPUS))
+    )
+
+
 def _placement(e: ev.BindRequested | ev.PodBound) -> None:
+    if _placement_fits(e):
+        return
     _devices("", e.pod, e.gpus)
     if not 0 <= e.gpu_share <= 1:
         _range(".gpu_share", e.gpu_share, 0, 1)
@@ -186,6 +245,8 @@ def _cycle_and_epoch(
 
 
 def _bind(e: ev.BindRequested) -> None:
+    if _placement_fits(e) and 0 <= e.cycle <= INT32_MAX and 0 <= e.epoch <= INT32_MAX:
+        return
     _placement(e)
     _cycle_and_epoch(e)
 

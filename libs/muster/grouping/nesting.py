@@ -12,6 +12,7 @@ from typing import Any
 
 from muster.bounded_yaml import YamlTooBig
 from muster.bounded_yaml import load_yaml_documents as _load_bounded
+from muster.bounds import within_nesting
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import join
 from muster.grouping.limits import MAX_DEPTH, MAX_YAML_NODES
@@ -23,6 +24,8 @@ def _too_deep(path: str) -> ManifestError:
 
 def check_depth(value: Any, path: str = "") -> None:
     """Refuse a parsed document nested more than ``MAX_DEPTH`` collections deep."""
+    if within_nesting(value, MAX_DEPTH):
+        return
     # Each entry keeps the keys above it as a chain, so a path is only spelled out for an error.
     stack: list[tuple[Any, int, tuple | None]] = [(value, 1, None)]
     while stack:
