@@ -42,15 +42,14 @@ from muster.kernels.placement import (
     _rebucket,
     _uncommit,
 )
+from muster.tolerances import UNLIMITED
 
 from . import reasons
+from .capacity import first_exceeded
 from .ordering import elastic_state
 from .policy_placement import is_policy
 from .session import Session
 from .state import Job
-
-EPS = 1e-9
-UNLIMITED = -1.0
 
 # what the kernel returns
 FINISHED, PYTHON_JOB, FIRST_NO_FIT = range(3)
@@ -373,29 +372,17 @@ def _charge(t, ctl, leaf, gpu, cpu, mem, non_preemptible):
 
 
 @njit(cache=True, inline="always")
-def _first_exceeded(anc, first, last, cap, used, req, j):
-    """(queue, resource) of the first ancestor anc[first:last] where job j's request would take ``used``
-    past ``cap`` (a limit, or a quota for non-preemptible jobs); (-1, -1) when none."""
-    for k in range(first, last):
-        q = anc[k]
-        for r in range(3):
-            c = cap[q, r]
-            if c != UNLIMITED and req[j, r] != 0 and used[q, r] + req[j, r] > c + EPS:
-                return q, r
-    return -1, -1
-
-
-@njit(cache=True, inline="always")
 def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
     """Try plain job j whole; returns False when its shape found no room for the first time (undone)."""
     leaf = jobs.leaf[j]
     first, last = t.anc_start[leaf], t.anc_start[leaf + 1]
-    q, r = _first_exceeded(t.anc, first, last, t.limit, t.alloc, jobs.req, j)
+    chain = t.anc[first:last]
+    q, r = first_exceeded(chain, t.limit, t.alloc, jobs.req[j])
     if q >= 0:
         _record(out, ctl, j, OVER_LIMIT, q, r, t.alloc[q, r])
         return True
     if not jobs.preemptible[j]:
-        q, r = _first_exceeded(t.anc, first, last, t.quota, t.alloc_np, jobs.req, j)
+        q, r = first_exceeded(chain, t.quota, t.alloc_np, jobs.req[j])
         if q >= 0:
             _record(out, ctl, j, OVER_QUOTA, q, r, t.alloc_np[q, r])
             return True

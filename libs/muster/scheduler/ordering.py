@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from muster.tolerances import UNLIMITED
+
 DRF_NO_SHARE_MULTIPLIER = 1000.0
-UNLIMITED = -1.0
 
 
 def elastic_state(active: int, min_available: int) -> int:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from muster.kernels import placement as pl
+from muster.tolerances import EPS
 
 from .. import batch, reasons
+from ..capacity import capacity_reason
 from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import BINDING, BOUND, Job
 from ..statement import Statement
-
-EPS = 1e-9
 
 
 class AllocateAction:
@@ -110,26 +110,6 @@ class AllocateAction:
         return True
 
 
-def capacity_reason(s: Session, job: Job, req: tuple[float, float, float]) -> str | None:
-    """Limits at the leaf and every ancestor; for a non-preemptible job, quotas too (§5.2)."""
-    table = s.table
-    chain = table.ancestors[table.index[job.queue]]
-    for q in chain:
-        for r in range(3):
-            limit = table.limit[q, r]
-            if limit != -1 and req[r] != 0 and s.alloc[q][r] + req[r] > limit + EPS:
-                return reasons.over_limit(table.names[q], r, limit, s.alloc[q][r], req[r])
-    if not job.preemptible:
-        for q in chain:
-            for r in range(3):
-                quota = table.quota[q, r]
-                if quota != -1 and req[r] != 0 and s.alloc_np[q][r] + req[r] > quota + EPS:
-                    return reasons.non_preemptible_over_quota(
-                        table.names[q], r, quota, s.alloc_np[q][r], req[r]
-                    )
-    return None
-
-
 def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | None:
     """Place all ``pods`` in the statement; None on success, else why not (the statement is then empty)."""
     topo = job.topology
@@ -176,7 +156,7 @@ def topology_domains(s: Session, job: Job, pods: list[int], level: str) -> list[
     gpu_req = sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY)
     cpu_req = sum(job.pods[i].cpu for i in pods)
     ints, dev = s.nodes.ints, s.nodes.dev
-    free_gpu = (dev[pl.D_USED] <= pl.EPS).sum(axis=1) - np.maximum(0, dev.shape[2] - ints[:, pl.N_GPUS])
+    free_gpu = (dev[pl.D_USED] <= EPS).sum(axis=1) - np.maximum(0, dev.shape[2] - ints[:, pl.N_GPUS])
     free_cpu = ints[:, pl.N_CPU_CAP] - ints[:, pl.N_CPU_USED]
     out = []
     for value in sorted(by_value):

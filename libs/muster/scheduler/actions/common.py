@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import batch, reasons
+from .. import batch
 from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import Job
-
-EPS = 1e-9
 
 Request = tuple[float, float, float]
 
@@ -121,31 +119,6 @@ def each_pending_with_victims(
 
 def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
     return (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods))
-
-
-def limit_reason(s: Session, job: Job, req: Request, alloc: list[list[float]] | None = None) -> str | None:
-    """A limit at the leaf or an ancestor that ``req`` would exceed on top of ``alloc`` (default: now)."""
-    table = s.table
-    alloc = s.alloc if alloc is None else alloc
-    for q in table.ancestors[table.index[job.queue]]:
-        for r in range(3):
-            limit = table.limit[q, r]
-            if limit != -1 and req[r] != 0 and alloc[q][r] + req[r] > limit + EPS:
-                return reasons.over_limit(table.names[q], r, limit, alloc[q][r], req[r])
-    return None
-
-
-def quota_reason(s: Session, job: Job, req: Request) -> str | None:
-    """For a non-preemptible job, a quota at the leaf or an ancestor that ``req`` would exceed."""
-    if job.preemptible:
-        return None
-    table = s.table
-    for q in table.ancestors[table.index[job.queue]]:
-        for r in range(3):
-            quota = table.quota[q, r]
-            if quota != -1 and req[r] != 0 and s.alloc_np[q][r] + req[r] > quota + EPS:
-                return reasons.non_preemptible_over_quota(table.names[q], r, quota, s.alloc_np[q][r], req[r])
-    return None
 
 
 class VictimSearch:

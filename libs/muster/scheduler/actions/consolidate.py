@@ -8,10 +8,13 @@ every victim it evicts lands again. Min-runtime does not apply.
 
 from __future__ import annotations
 
+from muster.tolerances import EPS
+
+from ..capacity import limit_reason, quota_reason
 from ..session import Session
 from ..state import Job
 from . import solver
-from .common import EPS, Request, each_pending_with_victims, limit_reason, quota_reason, shape_key
+from .common import Request, each_pending_with_victims, shape_key
 from .victims import victim_order
 
 

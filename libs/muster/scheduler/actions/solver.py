@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from muster.tolerances import EPS
+
+from ..capacity import over_limit
 from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import BINDING, BOUND, Job
 from ..statement import Eviction, Statement
 from .victims import Unit
-
-EPS = 1e-9
 
 
 @dataclass
@@ -150,12 +151,9 @@ def _place_within_limits(s: Session, stmt: Statement, job: Job, pods: list[int],
         gpu, cpu, mem = gpu + a[0], cpu + a[1], mem + a[2]
     acct = (gpu, cpu, mem)
     table = s.table
-    for q in table.ancestors[table.index[job.queue]]:
-        for r in range(3):
-            limit = table.limit[q, r]
-            if limit != -1 and acct[r] != 0 and s.alloc[q][r] + acct[r] > limit + EPS:
-                stmt.rollback(cp)
-                return False
+    if over_limit(s, table.ancestors[table.index[job.queue]], acct, s.alloc)[0] >= 0:
+        stmt.rollback(cp)
+        return False
     s.charge(job, acct)
     charged.append((job, acct))
     return True
