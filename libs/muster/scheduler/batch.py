@@ -1,9 +1,9 @@
 """KAI's queue order in one kernel: the allocate loop without Python per job, and the walk of later actions.
 
 ``allocate`` gives the same decisions, reasons and working state as the
-reference loop in ``actions/allocate.py``, and ``visit`` the same walk as
-the ``pending_order`` loop of consolidate, reclaim and preempt (tests
-compare each with its reference). The kernel keeps ``JobQueue``'s heaps as
+reference loop in ``tests/unit/allocator/reference.py``, and ``visit`` the
+same walk as ``actions.common.walk_in_order`` (tests compare each with its
+reference). The kernel keeps ``JobQueue``'s heaps as
 arrays and replays CPython's heapq step for step on the queue heaps, whose
 order (``_Entry.__lt__``) is not guaranteed transitive, so even ties
 resolve as the reference resolves them. Job heaps hold a strict total
@@ -17,7 +17,8 @@ goes back to Python: the kernel returns, the caller handles the job with
 the reference code and resumes the kernel, which then finishes that pop.
 
 Numba's cache tracks this file only: after changing the placement kernels
-this module calls, delete its cached kernels (``__pycache__/batch.*.nb*``).
+or the rules this module compiles in (``capacity``, ``ordering``, ``gang``,
+``muster.tolerances``), delete its cached kernels (``__pycache__/batch.*.nb*``).
 
 ``visit`` pops jobs ahead in batches at the current shares and hands them
 to Python in order; when a try changes the shares, the rest of the batch
@@ -42,11 +43,11 @@ from muster.kernels.placement import (
     _rebucket,
     _uncommit,
 )
-from muster.tolerances import UNLIMITED
 
 from . import reasons
 from .capacity import first_exceeded
-from .ordering import elastic_state
+from .gang import elastic_state, pipelines_whole_gang
+from .ordering import job_order, queue_key, smaller_share
 from .policy_placement import is_policy
 from .session import Session
 from .state import Job
@@ -130,42 +131,15 @@ class Out(NamedTuple):
 
 
 @njit(cache=True, inline="always")
-def _le(a, b):
-    if a == UNLIMITED:
-        return b == UNLIMITED
-    return b == UNLIMITED or a <= b
-
-
-@njit(cache=True, inline="always")
-def _dominant(t, q, e0, e1, e2):
-    best = 0.0
-    for r in range(3):
-        e = e0 if r == 0 else (e1 if r == 1 else e2)
-        a = t.alloc[q, r] + e
-        cap = t.allocatable[q, r]
-        if cap == UNLIMITED:
-            cap = t.total[r]
-        value = a * 1000.0 if cap == 0 else a / cap
-        if value > best:
-            best = value
-    return best
-
-
-@njit(cache=True, inline="always")
-def _set_key(t, q, req0, req1, req2):
-    """Criteria 1-6 of queue order for queue q about to run a job needing req (``QueueShares.sort_key``)."""
-    a0, a1, a2 = t.alloc[q, 0], t.alloc[q, 1], t.alloc[q, 2]
-    w0, w1, w2 = a0 + req0, a1 + req1, a2 + req2
-    over = t.fair[q, 0] < a0 and t.fair[q, 1] < a1 and t.fair[q, 2] < a2
-    within = _le(w0, t.quota[q, 0]) and _le(w1, t.quota[q, 1]) and _le(w2, t.quota[q, 2])
-    al = t.allocatable
-    zero = (al[q, 0] == 0 and w0 > 0) or (al[q, 1] == 0 and w1 > 0) or (al[q, 2] == 0 and w2 > 0)
-    t.key_b[q, 0] = 1 if over else 0
-    t.key_b[q, 1] = 0 if within else 1
-    t.key_b[q, 2] = t.neg_priority[q]
-    t.key_b[q, 3] = 1 if zero else 0
-    t.key_f[q, 0] = _dominant(t, q, req0, req1, req2)
-    t.key_f[q, 1] = _dominant(t, q, 0.0, 0.0, 0.0)
+def _set_key(t, q, req):
+    """``queue_key`` of queue q about to run a job needing ``req``, into the key arrays."""
+    key = queue_key(t.alloc[q], t.fair[q], t.quota[q], t.allocatable[q], t.total, t.neg_priority[q], req)
+    t.key_b[q, 0] = key[0]
+    t.key_b[q, 1] = key[1]
+    t.key_b[q, 2] = key[2]
+    t.key_b[q, 3] = key[3]
+    t.key_f[q, 0] = key[4]
+    t.key_f[q, 1] = key[5]
 
 
 @njit(cache=True, inline="always")
@@ -177,11 +151,9 @@ def _entry_lt(t, a, b):
     for i in range(2):
         if t.key_f[a, i] != t.key_f[b, i]:
             return t.key_f[a, i] < t.key_f[b, i]
-    c = t.cap
-    a_le = c[a, 0] <= c[b, 0] and c[a, 1] <= c[b, 1] and c[a, 2] <= c[b, 2]
-    b_le = c[b, 0] <= c[a, 0] and c[b, 1] <= c[a, 1] and c[b, 2] <= c[a, 2]
-    if a_le != b_le:
-        return a_le
+    smaller = smaller_share(t.cap[a], t.cap[b])
+    if smaller != 0:
+        return smaller > 0
     return a < b
 
 
@@ -219,13 +191,10 @@ def _q_siftup(t, base, n, pos):
 
 @njit(cache=True, inline="always")
 def _job_lt(jobs, a, b):
-    if jobs.neg_priority[a] != jobs.neg_priority[b]:
-        return jobs.neg_priority[a] < jobs.neg_priority[b]
-    if jobs.elastic[a] != jobs.elastic[b]:
-        return jobs.elastic[a] < jobs.elastic[b]
-    if jobs.submitted[a] != jobs.submitted[b]:
-        return jobs.submitted[a] < jobs.submitted[b]
-    return a < b
+    """``job_order`` between jobs a and b (indices in name order within a leaf break ties as names do)."""
+    return job_order(jobs.neg_priority[a], jobs.elastic[a], jobs.submitted[a], a) < job_order(
+        jobs.neg_priority[b], jobs.elastic[b], jobs.submitted[b], b
+    )
 
 
 @njit(cache=True, inline="always")
@@ -286,7 +255,7 @@ def _build(t, jobs, order):
         h = _head(t, q)
         if h < 0:
             continue
-        _set_key(t, q, jobs.req[h, 0], jobs.req[h, 1], jobs.req[h, 2])
+        _set_key(t, q, jobs.req[h])
         t.head[q] = h
         p = t.parent[q] if t.parent[q] >= 0 else nq
         t.heap[t.seg_start[p] + t.seg_len[p]] = q
@@ -334,7 +303,7 @@ def _done(t, jobs, ctl, j, again):
                 t.heap[base] = t.heap[base + size]
                 _q_siftup(t, base, size, 0)
         else:
-            _set_key(t, q, jobs.req[h, 0], jobs.req[h, 1], jobs.req[h, 2])
+            _set_key(t, q, jobs.req[h])
             t.head[q] = h
             _q_siftup(t, base, size, 0)
     ctl[C_PATH] = 0
@@ -372,11 +341,10 @@ def _charge(t, ctl, leaf, gpu, cpu, mem, non_preemptible):
 
 
 @njit(cache=True, inline="always")
-def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
-    """Try plain job j whole; returns False when its shape found no room for the first time (undone)."""
+def _over_capacity(t, jobs, out, ctl, j):
+    """Record why job j does not fit its queues (a limit, or a non-preemptible job's quota); False if it fits."""
     leaf = jobs.leaf[j]
-    first, last = t.anc_start[leaf], t.anc_start[leaf + 1]
-    chain = t.anc[first:last]
+    chain = t.anc[t.anc_start[leaf] : t.anc_start[leaf + 1]]
     q, r = first_exceeded(chain, t.limit, t.alloc, jobs.req[j])
     if q >= 0:
         _record(out, ctl, j, OVER_LIMIT, q, r, t.alloc[q, r])
@@ -386,139 +354,161 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
         if q >= 0:
             _record(out, ctl, j, OVER_QUOTA, q, r, t.alloc_np[q, r])
             return True
-    s = jobs.shape[j]
-    if shapes.failed[s]:
-        _record(out, ctl, j, SHAPE_FAILED, -1, -1, 0.0)
-        return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _best_node_for(pods, row, nodes, index, sg, sc):
+    """The node ``placement.place`` would choose for pod row ``row``, or -1."""
     ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
-    pods = shapes.pods
-    first = shapes.start[s]
-    n = shapes.start[s + 1] - first
-    base = ctl[C_PLACED]
-    for i in range(n):
-        row = first + i
-        kind = pods.ints[row, pl.P_KIND]
-        whole = pods.ints[row, pl.P_WHOLE]
-        elig = pods.eligible[pods.ints[row, pl.P_SPEC]]
-        cpu = pods.ints[row, pl.P_CPU]
-        mem = pods.ints[row, pl.P_MEM]
-        if kind == pl.WHOLE:
-            node = _best_whole_indexed(
-                ints,
-                dev,
-                ext,
-                elig,
-                whole,
-                cpu,
-                mem,
-                pods.ext[row],
-                index.bits,
-                index.counts,
-                index.node_of_rank,
-                index.class_start,
-                index.class_buckets,
-            )
-        elif kind == pl.FRACTION or kind == pl.MEMORY:  # noqa: SIM109 (numba)
-            node = _best_fraction_indexed(
-                ints,
-                dev,
-                ext,
-                elig,
-                kind,
-                pods.share[row],
-                pods.ints[row, pl.P_GPU_MEM],
-                cpu,
-                mem,
-                pods.ext[row],
-                sg,
-                sc,
-                index.bits,
-                index.counts,
-                index.node_of_rank,
-                index.class_start,
-                index.class_buckets,
-            )
-        else:
-            node = _best_node(
-                ints,
-                dev,
-                ext,
-                elig,
-                kind,
-                whole,
-                pods.share[row],
-                pods.ints[row, pl.P_GPU_MEM],
-                cpu,
-                mem,
-                pods.ext[row],
-                sg,
-                sc,
-            )
-        if node < 0:
-            for u in range(i - 1, -1, -1):
-                m = base + u
-                urow = first + u
-                _uncommit(
-                    ints,
-                    dev,
-                    ext,
-                    out.node[m],
-                    pods.ints[urow, pl.P_KIND],
-                    pods.ints[urow, pl.P_CPU],
-                    pods.ints[urow, pl.P_MEM],
-                    pods.ext[urow],
-                    out.devices[m],
-                    out.share[m],
-                )
-                _rebucket(
-                    ints, dev, out.node[m], index.bits, index.counts, index.bucket_of, index.strategy_gpu
-                )
-            ctl[C_COUNT] = i
-            return False
-        m = base + i
-        out.devices[m, :] = -1
-        out.share[m] = 0.0
-        out.node[m] = node
-        out.pipelined[m] = _commit(
+    kind = pods.ints[row, pl.P_KIND]
+    whole = pods.ints[row, pl.P_WHOLE]
+    elig = pods.eligible[pods.ints[row, pl.P_SPEC]]
+    cpu = pods.ints[row, pl.P_CPU]
+    mem = pods.ints[row, pl.P_MEM]
+    if kind == pl.WHOLE:
+        return _best_whole_indexed(
             ints,
             dev,
             ext,
-            node,
-            kind,
+            elig,
             whole,
+            cpu,
+            mem,
+            pods.ext[row],
+            index.bits,
+            index.counts,
+            index.node_of_rank,
+            index.class_start,
+            index.class_buckets,
+        )
+    if kind == pl.FRACTION or kind == pl.MEMORY:  # noqa: SIM109 (numba)
+        return _best_fraction_indexed(
+            ints,
+            dev,
+            ext,
+            elig,
+            kind,
             pods.share[row],
             pods.ints[row, pl.P_GPU_MEM],
             cpu,
             mem,
             pods.ext[row],
             sg,
-            out.devices,
-            out.share,
-            m,
+            sc,
+            index.bits,
+            index.counts,
+            index.node_of_rank,
+            index.class_start,
+            index.class_buckets,
         )
-        _rebucket(ints, dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
-    # KAI pipelines the whole gang when part of it is pipelined and too few pods would really run
-    bound = 0
+    return _best_node(
+        ints,
+        dev,
+        ext,
+        elig,
+        kind,
+        whole,
+        pods.share[row],
+        pods.ints[row, pl.P_GPU_MEM],
+        cpu,
+        mem,
+        pods.ext[row],
+        sg,
+        sc,
+    )
+
+
+@njit(cache=True, inline="always")
+def _bind(pods, row, nodes, index, sg, out, m, node):
+    """Commit pod row ``row`` to ``node`` as placement m of ``out``."""
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    out.devices[m, :] = -1
+    out.share[m] = 0.0
+    out.node[m] = node
+    out.pipelined[m] = _commit(
+        ints,
+        dev,
+        ext,
+        node,
+        pods.ints[row, pl.P_KIND],
+        pods.ints[row, pl.P_WHOLE],
+        pods.share[row],
+        pods.ints[row, pl.P_GPU_MEM],
+        pods.ints[row, pl.P_CPU],
+        pods.ints[row, pl.P_MEM],
+        pods.ext[row],
+        sg,
+        out.devices,
+        out.share,
+        m,
+    )
+    _rebucket(ints, dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+
+
+@njit(cache=True, inline="always")
+def _unbind(pods, first, nodes, index, out, base, count):
+    """Undo the first ``count`` placements of a shape whose pod rows start at ``first``, newest first."""
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    for u in range(count - 1, -1, -1):
+        m = base + u
+        row = first + u
+        _uncommit(
+            ints,
+            dev,
+            ext,
+            out.node[m],
+            pods.ints[row, pl.P_KIND],
+            pods.ints[row, pl.P_CPU],
+            pods.ints[row, pl.P_MEM],
+            pods.ext[row],
+            out.devices[m],
+            out.share[m],
+        )
+        _rebucket(ints, dev, out.node[m], index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+
+
+@njit(cache=True, inline="always")
+def _pipeline_gang(out, base, n, min_available):
+    """Apply ``pipelines_whole_gang`` to the n placements from ``base``."""
+    running = 0
     any_piped = False
     for i in range(n):
         if out.pipelined[base + i]:
             any_piped = True
         else:
-            bound += 1
-    if any_piped and bound < jobs.min_available[j]:
+            running += 1
+    if pipelines_whole_gang(any_piped, running, min_available):
         for i in range(n):
             out.pipelined[base + i] = True
+
+
+@njit(cache=True, inline="always")
+def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
+    """Try plain job j whole; returns False when its shape found no room for the first time (undone)."""
+    if _over_capacity(t, jobs, out, ctl, j):
+        return True
+    s = jobs.shape[j]
+    if shapes.failed[s]:
+        _record(out, ctl, j, SHAPE_FAILED, -1, -1, 0.0)
+        return True
+    pods = shapes.pods
+    first = shapes.start[s]
+    n = shapes.start[s + 1] - first
+    base = ctl[C_PLACED]
+    for i in range(n):
+        node = _best_node_for(pods, first + i, nodes, index, sg, sc)
+        if node < 0:
+            _unbind(pods, first, nodes, index, out, base, i)
+            ctl[C_COUNT] = i
+            return False
+        _bind(pods, first + i, nodes, index, sg, out, base + i, node)
+    _pipeline_gang(out, base, n, jobs.min_available[j])
+    non_preemptible = not jobs.preemptible[j]
     for i in range(n):
         row = first + i
-        _charge(
-            t,
-            ctl,
-            leaf,
-            shapes.gpu[row],
-            float(pods.ints[row, pl.P_CPU]),
-            float(pods.ints[row, pl.P_MEM]),
-            not jobs.preemptible[j],
-        )
+        cpu, mem = float(pods.ints[row, pl.P_CPU]), float(pods.ints[row, pl.P_MEM])
+        _charge(t, ctl, jobs.leaf[j], shapes.gpu[row], cpu, mem, non_preemptible)
     ctl[C_PLACED] = base + n
     _record(out, ctl, j, PLACED, -1, -1, 0.0)
     return True
@@ -612,7 +602,7 @@ def allocate(
     plain_idx = np.flatnonzero(plain)
     shape_jobs = [jobs[i] for i in plain_idx[first].tolist()]
     req = np.zeros((nj, 3))
-    elastic = np.where(min_available > 0, 0, 1).astype(np.int64)
+    elastic = elastic_state(np.zeros(nj, dtype=np.int64), min_available)  # nothing of a plain job runs
     for j in np.flatnonzero(~plain).tolist():
         job = jobs[j]
         req[j] = to_place(j)[1]
@@ -720,7 +710,7 @@ def visit(s: Session, leaf_jobs: dict[int, list[Job]], fn: Visit) -> None:
     whole = fresh & (n_placed == n_pods)  # a plain job is placed all at once or not at all
     min_available = np.array([j.min_available for j in jobs], dtype=np.int64)
     active = np.where(whole, n_pods, 0)
-    elastic = np.where(active < min_available, 0, np.where(active == min_available, 1, 2)).astype(np.int64)
+    elastic = elastic_state(active, min_available)
     req = np.zeros((nj, 3))
     skip = whole.copy()
     ids, first, inverse = np.unique(state_shape[untouched], return_index=True, return_inverse=True)
@@ -909,6 +899,7 @@ def _tree(s: Session, jobs: Jobs, leaf_jobs: dict[int, list[Job]]) -> tuple[Tree
         if leaf_jobs[q]:
             has_jobs[q] = True
             job_len[q] = len(leaf_jobs[q])
+    # job_order within each leaf, fields last to first
     order_in = np.lexsort((np.arange(nj), jobs.submitted, jobs.elastic, jobs.neg_priority, jobs.leaf))
     pos = 0
     for q in sorted(leaf_jobs):

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from muster.tolerances import EPS
 
 from ..capacity import over_limit
-from ..ordering import JobQueue, job_key
+from ..gang import pipeline_all
+from ..ordering import JobQueue
 from ..session import Session
-from ..state import BINDING, BOUND, Job
+from ..state import Job
 from ..statement import Eviction, Statement
+from .common import job_order_key
 from .victims import Unit
 
 
@@ -104,7 +106,7 @@ def _simulate(
         s.shares,
         s.table.parent,
         leaf_jobs,
-        lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
+        job_order_key(s),
         lambda j: s.request_of(j, to_place[j.name]),
     )
     charged: list[tuple[Job, tuple[float, float, float]]] = []
@@ -163,15 +165,11 @@ def commit(s: Session, job: Job, sol: Solution, reason_of: Callable[[Unit], str]
     """Evictions (each with its reason), then binds: the job's pods, pipelined as KAI does, and moved
     victims, always pipelined behind their own eviction."""
     placements = sol.stmt.placements()
-    mine = [p for p in placements if p[0] is job]
-    bound = sum(1 for st in job.state if st in (BINDING, BOUND))
-    bound += sum(1 for v in s.placed.get(job.name, {}).values() if not v[3])
-    bound += sum(1 for p in mine if not p[5])
-    pipeline_all = any(p[5] for p in mine) and bound < job.min_available
+    whole_gang = pipeline_all(s, job, [p for p in placements if p[0] is job])
     out = []
     for p in placements:
         if p[0] is job:
-            out.append((*p[:5], p[5] or pipeline_all))
+            out.append((*p[:5], p[5] or whole_gang))
         else:
             out.append((*p[:5], True))
     reasons: dict[str, Eviction] = {}
