@@ -45,7 +45,7 @@ from muster.kernels.placement import (
 )
 
 from . import reasons
-from .capacity import first_exceeded
+from .capacity import first_exceeded, over_limit_text, over_quota_text
 from .gang import elastic_state, pipelines_whole_gang
 from .ordering import job_order, queue_key, smaller_share
 from .policy_placement import is_policy
@@ -572,72 +572,14 @@ def allocate(
 ) -> None:
     """Run allocate over ``leaf_jobs`` (per leaf queue, in name order), using ``attempt`` for jobs that are
     not plain, exactly as the reference loop would."""
-    table = s.table
     jobs, leaf_of = _flatten(leaf_jobs)
-    nj = len(jobs)
-    requests: dict[int, tuple[list[int], tuple[float, float, float]]] = {}
-    touched = s.placed.keys() | s.evicted.keys()
-
-    def to_place(j: int) -> tuple[list[int], tuple[float, float, float]]:
-        hit = requests.get(j)
-        if hit is None:
-            job = jobs[j]
-            pods = s.pods_to_place(job)
-            hit = requests[j] = (pods, s.request_of(job, pods))
-        return hit
-
-    # plain jobs untouched so far this session place every pod in one attempt; group them by shape
-    state_shape = np.array([j.shape for j in jobs], dtype=np.int64)
-    fresh = np.array([j.n_pending == len(j.pods) for j in jobs], dtype=np.bool_)
-    min_available = np.array([j.min_available for j in jobs], dtype=np.int64)
-    plain = (state_shape >= 0) & fresh
-    if is_policy(s.config.placement_gpu):
-        # a placement policy is Python (policy_placement): jobs with GPU pods go the reference way
-        plain &= _cpu_only(jobs, state_shape)
-    if touched:
-        plain &= np.array([j.name not in touched for j in jobs], dtype=np.bool_)
-    job_shape = np.full(nj, -1, dtype=np.int64)
-    ids, first, inverse = np.unique(state_shape[plain], return_index=True, return_inverse=True)
-    job_shape[plain] = inverse
-    plain_idx = np.flatnonzero(plain)
-    shape_jobs = [jobs[i] for i in plain_idx[first].tolist()]
-    req = np.zeros((nj, 3))
-    elastic = elastic_state(np.zeros(nj, dtype=np.int64), min_available)  # nothing of a plain job runs
-    for j in np.flatnonzero(~plain).tolist():
-        job = jobs[j]
-        req[j] = to_place(j)[1]
-        elastic[j] = elastic_state(s.active(job), job.min_available)
-    shapes, shape_keys, shape_reqs = _shapes(s, shape_jobs)
+    to_place = _ToPlace(s, jobs)
+    arrays, shapes, shape_keys = _allocate_jobs(s, jobs, leaf_of, to_place)
     shape_index = {key: k for k, key in enumerate(shape_keys)}
-    plain = job_shape >= 0
-    if shape_reqs.shape[0]:
-        req[plain] = shape_reqs[job_shape[plain]]
-    arrays = Jobs(
-        neg_priority=-np.array([j.priority for j in jobs], dtype=np.int64),
-        elastic=elastic,
-        submitted=np.array([j.submitted_at for j in jobs], dtype=np.float64),
-        req=req,
-        leaf=np.array(leaf_of, dtype=np.int64),
-        shape=job_shape,
-        preemptible=np.array([j.preemptible for j in jobs], dtype=np.bool_),
-        min_available=min_available,
-        skip=np.zeros(nj, dtype=np.bool_),
-    )
     tree, order = _tree(s, arrays, leaf_jobs)
     _build(tree, arrays, order)
-    n_pods = int(np.diff(shapes.start)[job_shape[plain]].sum())
-    g = max(s.nodes.dev.shape[2], 1)
-    out = Out(
-        job=np.zeros(nj, dtype=np.int64),
-        code=np.zeros(nj, dtype=np.int64),
-        queue=np.zeros(nj, dtype=np.int64),
-        res=np.zeros(nj, dtype=np.int64),
-        value=np.zeros(nj),
-        node=np.zeros(n_pods, dtype=np.int64),
-        devices=np.full((n_pods, g), -1, dtype=np.int64),
-        share=np.zeros(n_pods),
-        pipelined=np.zeros(n_pods, dtype=np.bool_),
-    )
+    plain = arrays.shape >= 0
+    out = _allocate_out(s, len(jobs), int(np.diff(shapes.start)[arrays.shape[plain]].sum()))
     ctl = np.zeros(8, dtype=np.int64)
     index = s.gpu_index()
     sg = pl.STRATEGIES.get(s.config.placement_gpu, pl.BINPACK)  # a policy's jobs never reach the kernel
@@ -654,34 +596,152 @@ def allocate(
         if status == FINISHED:
             return
         j = int(ctl[C_JOB])
-        job = jobs[j]
         if status == PYTHON_JOB:
-            pods, r = to_place(j)
-            ok = bool(pods) and attempt(s, job, pods, r, failed_shapes)
-            requests.pop(j, None)
-            again = ok and bool(s.pending_pods(job))
-            for q in table.ancestors[table.index[job.queue]]:
-                tree.alloc[q] = s.alloc[q]
-                tree.alloc_np[q] = s.alloc_np[q]
-            if pods:
-                # the one shape this attempt may have found without room
-                key = (job.pool, job.topology, tuple(job.pods[i] for i in pods))
-                k = shape_index.get(key)
-                if k is not None and key in failed_shapes:
-                    shapes.failed[k] = True
-            if again:
-                arrays.elastic[j] = elastic_state(s.active(job), job.min_available)
-                arrays.req[j] = to_place(j)[1]
+            again = _try_in_python(
+                s, jobs[j], j, attempt, to_place, tree, arrays, shapes, shape_index, failed_shapes
+            )
         else:
-            k = int(job_shape[j])
-            pods = list(range(len(job.pods)))
-            why = reasons.no_fit(job, pods, int(ctl[C_COUNT]), s.nodes, s.pod_arrays(job, pods))
-            failed_shapes[shape_keys[k]] = why
-            shapes.failed[k] = True
-            s.reasons[job.name] = why
+            _first_no_fit(
+                s, jobs[j], int(arrays.shape[j]), int(ctl[C_COUNT]), shapes, shape_keys, failed_shapes
+            )
             again = False
         ctl[C_RESUME] = 1
         ctl[C_AGAIN] = int(again)
+
+
+class _ToPlace:
+    """Each job's pods to place and their request, asked once until an attempt changes them."""
+
+    def __init__(self, s: Session, jobs: list[Job]) -> None:
+        self.s = s
+        self.jobs = jobs
+        self.known: dict[int, tuple[list[int], tuple[float, float, float]]] = {}
+
+    def __call__(self, j: int) -> tuple[list[int], tuple[float, float, float]]:
+        hit = self.known.get(j)
+        if hit is None:
+            job = self.jobs[j]
+            pods = self.s.pods_to_place(job)
+            hit = self.known[j] = (pods, self.s.request_of(job, pods))
+        return hit
+
+    def forget(self, j: int) -> None:
+        self.known.pop(j, None)
+
+
+def _plain(s: Session, jobs: list[Job], state_shape: np.ndarray) -> np.ndarray:
+    """Which jobs the kernel tries whole: a shape, nothing placed yet, untouched so far this session."""
+    fresh = np.array([j.n_pending == len(j.pods) for j in jobs], dtype=np.bool_)
+    plain = (state_shape >= 0) & fresh
+    if is_policy(s.config.placement_gpu):
+        # a placement policy is Python (policy_placement): jobs with GPU pods go the reference way
+        plain &= _cpu_only(jobs, state_shape)
+    touched = s.placed.keys() | s.evicted.keys()
+    if touched:
+        plain &= np.array([j.name not in touched for j in jobs], dtype=np.bool_)
+    return plain
+
+
+def _allocate_jobs(
+    s: Session, jobs: list[Job], leaf_of: list[int], to_place: _ToPlace
+) -> tuple[Jobs, Shapes, list[tuple]]:
+    """The kernel's job arrays, plain jobs grouped by shape (one representative each), the shapes' keys."""
+    nj = len(jobs)
+    state_shape = np.array([j.shape for j in jobs], dtype=np.int64)
+    min_available = np.array([j.min_available for j in jobs], dtype=np.int64)
+    plain = _plain(s, jobs, state_shape)
+    job_shape = np.full(nj, -1, dtype=np.int64)
+    ids, first, inverse = np.unique(state_shape[plain], return_index=True, return_inverse=True)
+    job_shape[plain] = inverse
+    shape_jobs = [jobs[i] for i in np.flatnonzero(plain)[first].tolist()]
+    req = np.zeros((nj, 3))
+    elastic = elastic_state(np.zeros(nj, dtype=np.int64), min_available)  # nothing of a plain job runs
+    for j in np.flatnonzero(~plain).tolist():
+        job = jobs[j]
+        req[j] = to_place(j)[1]
+        elastic[j] = elastic_state(s.active(job), job.min_available)
+    shapes, shape_keys, shape_reqs = _shapes(s, shape_jobs)
+    plain = job_shape >= 0
+    if shape_reqs.shape[0]:
+        req[plain] = shape_reqs[job_shape[plain]]
+    arrays = Jobs(
+        neg_priority=-np.array([j.priority for j in jobs], dtype=np.int64),
+        elastic=elastic,
+        submitted=np.array([j.submitted_at for j in jobs], dtype=np.float64),
+        req=req,
+        leaf=np.array(leaf_of, dtype=np.int64),
+        shape=job_shape,
+        preemptible=np.array([j.preemptible for j in jobs], dtype=np.bool_),
+        min_available=min_available,
+        skip=np.zeros(nj, dtype=np.bool_),
+    )
+    return arrays, shapes, shape_keys
+
+
+def _allocate_out(s: Session, nj: int, n_pods: int) -> Out:
+    g = max(s.nodes.dev.shape[2], 1)
+    return Out(
+        job=np.zeros(nj, dtype=np.int64),
+        code=np.zeros(nj, dtype=np.int64),
+        queue=np.zeros(nj, dtype=np.int64),
+        res=np.zeros(nj, dtype=np.int64),
+        value=np.zeros(nj),
+        node=np.zeros(n_pods, dtype=np.int64),
+        devices=np.full((n_pods, g), -1, dtype=np.int64),
+        share=np.zeros(n_pods),
+        pipelined=np.zeros(n_pods, dtype=np.bool_),
+    )
+
+
+def _try_in_python(
+    s: Session,
+    job: Job,
+    j: int,
+    attempt: Attempt,
+    to_place: _ToPlace,
+    tree: Tree,
+    arrays: Jobs,
+    shapes: Shapes,
+    shape_index: dict[tuple, int],
+    failed_shapes: dict[tuple, str],
+) -> bool:
+    """Try a job the kernel handed back with ``attempt``, and bring the kernel's arrays up to date with
+    what it changed; whether the job goes back in the order (it placed some pods and has more)."""
+    table = s.table
+    pods, r = to_place(j)
+    ok = bool(pods) and attempt(s, job, pods, r, failed_shapes)
+    to_place.forget(j)
+    again = ok and bool(s.pending_pods(job))
+    for q in table.ancestors[table.index[job.queue]]:
+        tree.alloc[q] = s.alloc[q]
+        tree.alloc_np[q] = s.alloc_np[q]
+    if pods:
+        # the one shape this attempt may have found without room
+        key = (job.pool, job.topology, tuple(job.pods[i] for i in pods))
+        k = shape_index.get(key)
+        if k is not None and key in failed_shapes:
+            shapes.failed[k] = True
+    if again:
+        arrays.elastic[j] = elastic_state(s.active(job), job.min_available)
+        arrays.req[j] = to_place(j)[1]
+    return again
+
+
+def _first_no_fit(
+    s: Session,
+    job: Job,
+    k: int,
+    count: int,
+    shapes: Shapes,
+    shape_keys: list[tuple],
+    failed_shapes: dict[tuple, str],
+) -> None:
+    """The first plain job of shape k found no room (``count`` pods fitted): why, for it and its shape."""
+    pods = list(range(len(job.pods)))
+    why = reasons.no_fit(job, pods, count, s.nodes, s.pod_arrays(job, pods))
+    failed_shapes[shape_keys[k]] = why
+    shapes.failed[k] = True
+    s.reasons[job.name] = why
 
 
 Visit = Callable[[Job, list[int], tuple[float, float, float]], None]
@@ -978,7 +1038,6 @@ def _flush(
     devices = out.devices[p0:p1].tolist()
     shares = out.share[p0:p1].tolist()
     piped = out.pipelined[p0:p1].tolist()
-    names = s.table.names
     slot_names = s.slot_names
     state_nodes = s.state.nodes
     decisions = s.decisions
@@ -1032,9 +1091,6 @@ def _flush(
         key = (code, q, r, value, want)
         why = reason_cache.get(key)
         if why is None:
-            if code == OVER_LIMIT:
-                why = reasons.over_limit(names[q], r, s.table.limit[q, r], value, want)
-            else:
-                why = reasons.non_preemptible_over_quota(names[q], r, s.table.quota[q, r], value, want)
-            reason_cache[key] = why
+            text = over_limit_text if code == OVER_LIMIT else over_quota_text
+            why = reason_cache[key] = text(s.table, q, r, value, want)
         sreasons[job.name] = why

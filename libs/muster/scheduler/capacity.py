@@ -22,7 +22,7 @@ from numba import njit
 from muster.tolerances import EPS, UNLIMITED
 
 from . import reasons
-from .session import Session
+from .session import QueueTable, Session
 from .state import Job
 
 Request = Sequence[float]
@@ -60,7 +60,7 @@ def limit_reason(
     q, r = over_limit(s, table.ancestors[table.index[job.queue]], req, alloc)
     if q < 0:
         return None
-    return reasons.over_limit(table.names[q], r, table.limit[q, r], alloc[q][r], req[r])
+    return over_limit_text(table, q, r, alloc[q][r], req[r])
 
 
 def quota_reason(s: Session, job: Job, req: Request) -> str | None:
@@ -72,7 +72,17 @@ def quota_reason(s: Session, job: Job, req: Request) -> str | None:
     q, r = _first_exceeded(table.ancestors[table.index[job.queue]], s.shares.quota, s.alloc_np, req)
     if q < 0:
         return None
-    return reasons.non_preemptible_over_quota(table.names[q], r, table.quota[q, r], s.alloc_np[q][r], req[r])
+    return over_quota_text(table, q, r, s.alloc_np[q][r], req[r])
+
+
+def over_limit_text(table: QueueTable, q: int, r: int, used: float, want: float) -> str:
+    """The pending reason for a request of ``want`` over queue q's limit of resource r, ``used`` in use."""
+    return reasons.over_limit(table.names[q], r, table.limit[q, r], used, want)
+
+
+def over_quota_text(table: QueueTable, q: int, r: int, used_np: float, want: float) -> str:
+    """The pending reason for a non-preemptible request over queue q's quota (``used_np``: non-preemptible)."""
+    return reasons.non_preemptible_over_quota(table.names[q], r, table.quota[q, r], used_np, want)
 
 
 def capacity_reason(s: Session, job: Job, req: Request) -> str | None:
