@@ -206,9 +206,14 @@ def _job_pop(t, jobs, q):
     t.job_len[q] = n
     if n == 0:
         return top
-    item = heap[base + n]
-    pos = 0
-    child = 1
+    _job_sift(heap, jobs, base, n, 0, heap[base + n])
+    return top
+
+
+@njit(cache=True, inline="always")
+def _job_sift(heap, jobs, base, n, pos, item):
+    """Put ``item`` at ``pos`` of the n-long job heap at ``base`` and sift it down to its place."""
+    child = 2 * pos + 1
     while child < n:
         right = child + 1
         if right < n and _job_lt(jobs, heap[base + right], heap[base + child]):
@@ -219,7 +224,6 @@ def _job_pop(t, jobs, q):
         pos = child
         child = 2 * pos + 1
     heap[base + pos] = item
-    return top
 
 
 @njit(cache=True, inline="always")
@@ -248,8 +252,13 @@ def _head(t, q):
 
 @njit(cache=True)
 def _build(t, jobs, order):
-    """``JobQueue.__init__``: entries appended in ``order`` (deepest first), then every heap heapified."""
+    """``JobQueue.__init__``: each leaf's jobs heapified, entries appended in ``order`` (deepest first),
+    then every queue heap heapified."""
     nq = t.parent.shape[0]
+    for q in range(nq):
+        base, n = t.job_start[q], t.job_len[q]
+        for i in range(n // 2 - 1, -1, -1):
+            _job_sift(t.job_heap, jobs, base, n, i, t.job_heap[base + i])
     for i in range(order.shape[0]):
         q = order[i]
         h = _head(t, q)
@@ -358,16 +367,11 @@ def _over_capacity(t, jobs, out, ctl, j):
 
 
 @njit(cache=True, inline="always")
-def _best_node_for(pods, row, nodes, index, sg, sc):
+def _best_node_for(nodes, index, sg, sc, pods, row, kind, whole, elig, cpu, mem):
     """The node ``placement.place`` would choose for pod row ``row``, or -1."""
     ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
-    kind = pods.ints[row, pl.P_KIND]
-    whole = pods.ints[row, pl.P_WHOLE]
-    elig = pods.eligible[pods.ints[row, pl.P_SPEC]]
-    cpu = pods.ints[row, pl.P_CPU]
-    mem = pods.ints[row, pl.P_MEM]
     if kind == pl.WHOLE:
-        return _best_whole_indexed(
+        node = _best_whole_indexed(
             ints,
             dev,
             ext,
@@ -382,8 +386,8 @@ def _best_node_for(pods, row, nodes, index, sg, sc):
             index.class_start,
             index.class_buckets,
         )
-    if kind == pl.FRACTION or kind == pl.MEMORY:  # noqa: SIM109 (numba)
-        return _best_fraction_indexed(
+    elif kind == pl.FRACTION or kind == pl.MEMORY:  # noqa: SIM109 (numba)
+        node = _best_fraction_indexed(
             ints,
             dev,
             ext,
@@ -402,48 +406,23 @@ def _best_node_for(pods, row, nodes, index, sg, sc):
             index.class_start,
             index.class_buckets,
         )
-    return _best_node(
-        ints,
-        dev,
-        ext,
-        elig,
-        kind,
-        whole,
-        pods.share[row],
-        pods.ints[row, pl.P_GPU_MEM],
-        cpu,
-        mem,
-        pods.ext[row],
-        sg,
-        sc,
-    )
-
-
-@njit(cache=True, inline="always")
-def _bind(pods, row, nodes, index, sg, out, m, node):
-    """Commit pod row ``row`` to ``node`` as placement m of ``out``."""
-    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
-    out.devices[m, :] = -1
-    out.share[m] = 0.0
-    out.node[m] = node
-    out.pipelined[m] = _commit(
-        ints,
-        dev,
-        ext,
-        node,
-        pods.ints[row, pl.P_KIND],
-        pods.ints[row, pl.P_WHOLE],
-        pods.share[row],
-        pods.ints[row, pl.P_GPU_MEM],
-        pods.ints[row, pl.P_CPU],
-        pods.ints[row, pl.P_MEM],
-        pods.ext[row],
-        sg,
-        out.devices,
-        out.share,
-        m,
-    )
-    _rebucket(ints, dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+    else:
+        node = _best_node(
+            ints,
+            dev,
+            ext,
+            elig,
+            kind,
+            whole,
+            pods.share[row],
+            pods.ints[row, pl.P_GPU_MEM],
+            cpu,
+            mem,
+            pods.ext[row],
+            sg,
+            sc,
+        )
+    return node
 
 
 @njit(cache=True, inline="always")
@@ -496,13 +475,41 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
     first = shapes.start[s]
     n = shapes.start[s + 1] - first
     base = ctl[C_PLACED]
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     for i in range(n):
-        node = _best_node_for(pods, first + i, nodes, index, sg, sc)
+        row = first + i
+        kind = pods.ints[row, pl.P_KIND]
+        whole = pods.ints[row, pl.P_WHOLE]
+        elig = pods.eligible[pods.ints[row, pl.P_SPEC]]
+        cpu = pods.ints[row, pl.P_CPU]
+        mem = pods.ints[row, pl.P_MEM]
+        node = _best_node_for(nodes, index, sg, sc, pods, row, kind, whole, elig, cpu, mem)
         if node < 0:
             _unbind(pods, first, nodes, index, out, base, i)
             ctl[C_COUNT] = i
             return False
-        _bind(pods, first + i, nodes, index, sg, out, base + i, node)
+        m = base + i
+        out.devices[m, :] = -1
+        out.share[m] = 0.0
+        out.node[m] = node
+        out.pipelined[m] = _commit(
+            ints,
+            dev,
+            ext,
+            node,
+            kind,
+            whole,
+            pods.share[row],
+            pods.ints[row, pl.P_GPU_MEM],
+            cpu,
+            mem,
+            pods.ext[row],
+            sg,
+            out.devices,
+            out.share,
+            m,
+        )
+        _rebucket(ints, dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
     _pipeline_gang(out, base, n, jobs.min_available[j])
     non_preemptible = not jobs.preemptible[j]
     for i in range(n):
@@ -950,7 +957,7 @@ def _tree(s: Session, jobs: Jobs, leaf_jobs: dict[int, list[Job]]) -> tuple[Tree
         seg_size[parent[q] if parent[q] >= 0 else nq] += 1
     seg_start = np.zeros(nq + 2, dtype=np.int64)
     seg_start[1:] = np.cumsum(seg_size)
-    # job heaps: each leaf's jobs sorted by job order (a sorted array is a heap)
+    # job heaps: each leaf's jobs as _flatten lists them, heapified by _build with job_order
     nj = jobs.leaf.shape[0]
     has_jobs = np.zeros(nq, dtype=np.bool_)
     job_start = np.zeros(nq, dtype=np.int64)
@@ -959,8 +966,6 @@ def _tree(s: Session, jobs: Jobs, leaf_jobs: dict[int, list[Job]]) -> tuple[Tree
         if leaf_jobs[q]:
             has_jobs[q] = True
             job_len[q] = len(leaf_jobs[q])
-    # job_order within each leaf, fields last to first
-    order_in = np.lexsort((np.arange(nj), jobs.submitted, jobs.elastic, jobs.neg_priority, jobs.leaf))
     pos = 0
     for q in sorted(leaf_jobs):
         job_start[q] = pos
@@ -990,7 +995,7 @@ def _tree(s: Session, jobs: Jobs, leaf_jobs: dict[int, list[Job]]) -> tuple[Tree
         has_jobs=has_jobs,
         job_start=job_start,
         job_len=job_len,
-        job_heap=order_in.astype(np.int64),
+        job_heap=np.arange(nj, dtype=np.int64),  # each leaf's jobs, in name order: _build heapifies them
         path=np.zeros(max(depth, default=0) + 2, dtype=np.int64),
     )
     # the order JobQueue appends entries in: the same set built the same way, deepest first

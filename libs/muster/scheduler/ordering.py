@@ -34,31 +34,30 @@ def queue_key(alloc, fair, quota, allocatable, total, neg_priority, req):
     rows (gpu, cpu, memory) of allocated, fair share, quota and allocatable (-1 = unlimited), smallest
     first: not over-utilised, within its deserved quota with the job, higher priority, not asking for a
     resource it has no share of, smaller dominant share with the job, then without it."""
-    over = 1
-    beyond = 0
-    zero = 0
-    with_job = 0.0
-    without = 0.0
-    for r in range(3):
-        a = alloc[r]
-        w = a + req[r]
-        if not fair[r] < a:
-            over = 0
-        c = quota[r]
-        if c != UNLIMITED and (w == UNLIMITED or not w <= c):
-            beyond = 1
-        cap = allocatable[r]
-        if cap == 0 and w > 0:
-            zero = 1
-        if cap == UNLIMITED:
-            cap = total[r]
-        share = w * DRF_NO_SHARE_MULTIPLIER if cap == 0 else w / cap
-        if share > with_job:
-            with_job = share
-        share = a * DRF_NO_SHARE_MULTIPLIER if cap == 0 else a / cap
-        if share > without:
-            without = share
-    return (over, beyond, neg_priority, zero, with_job, without)
+    # written out per resource, not looped: this runs once per pop in the batch kernel
+    a0, a1, a2 = alloc[0], alloc[1], alloc[2]
+    w0, w1, w2 = a0 + req[0], a1 + req[1], a2 + req[2]
+    q0, q1, q2 = quota[0], quota[1], quota[2]
+    c0, c1, c2 = allocatable[0], allocatable[1], allocatable[2]
+    over = fair[0] < a0 and fair[1] < a1 and fair[2] < a2
+    beyond = (
+        (q0 != UNLIMITED and (w0 == UNLIMITED or not w0 <= q0))
+        or (q1 != UNLIMITED and (w1 == UNLIMITED or not w1 <= q1))
+        or (q2 != UNLIMITED and (w2 == UNLIMITED or not w2 <= q2))
+    )
+    zero = (c0 == 0 and w0 > 0) or (c1 == 0 and w1 > 0) or (c2 == 0 and w2 > 0)
+    # the dominant share reads an unlimited allocatable share as the cluster's total
+    d0 = total[0] if c0 == UNLIMITED else c0
+    d1 = total[1] if c1 == UNLIMITED else c1
+    d2 = total[2] if c2 == UNLIMITED else c2
+    m = DRF_NO_SHARE_MULTIPLIER
+    with_job = max(
+        0.0, w0 * m if d0 == 0 else w0 / d0, w1 * m if d1 == 0 else w1 / d1, w2 * m if d2 == 0 else w2 / d2
+    )
+    without = max(
+        0.0, a0 * m if d0 == 0 else a0 / d0, a1 * m if d1 == 0 else a1 / d1, a2 * m if d2 == 0 else a2 / d2
+    )
+    return (1 if over else 0, 1 if beyond else 0, neg_priority, 1 if zero else 0, with_job, without)
 
 
 @njit(cache=True, inline="always")
