@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 
 from muster import events as ev
 from muster.replay import LoggedMessage
-
-_EPS = 1e-9
+from muster.tolerances import EPS
 
 PodKey = tuple[str, int]
 
@@ -176,7 +175,7 @@ def _bind(
         shares = node.shares.setdefault(g, {})
         if share > 0:
             used = sum(shares.values()) + share
-            if used > 1 + _EPS:
+            if used > 1 + EPS:
                 out.append(
                     Violation("over_capacity", seq, f"{who}: device {g} of {name} shared to {used:g} > 1")
                 )

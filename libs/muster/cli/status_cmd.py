@@ -14,6 +14,7 @@ from rich.text import Text
 from muster.cli.common import print_json, running_endpoints
 from muster.store import connect
 from muster.store.queries import status
+from muster.tolerances import EPS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +68,7 @@ def bar(used: float, total: float, width: int = 12, mark: float | None = None) -
         if i == tick:
             text.append("│", style="bold yellow")
         elif i < filled:
-            text.append("█", style="green" if mark is None or used <= mark + 1e-9 else "red")
+            text.append("█", style="green" if mark is None or used <= mark + EPS else "red")
         else:
             text.append("░", style="dim")
     return text

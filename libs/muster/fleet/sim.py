@@ -32,8 +32,8 @@ from typing import Any
 
 from muster import events as ev
 from muster.agent.plan import is_agent_node
+from muster.tolerances import EPS
 
-_EPS = 1e-9
 _BIND, _EVICT = "bind", "evict"
 
 PodKey = tuple[str, int]
@@ -264,7 +264,7 @@ class SimFleet:
                 # Not running (its bind failed, or the allocator decided before reading that): evicted
                 # all the same, so the eviction is answered and the pod is no longer held as releasing.
                 out.append(ev.PodEvicted(job=key[0], pod=key[1], node=request.node, pool=request.pool))
-        while self._due and self._due[0][0] <= clock + _EPS:
+        while self._due and self._due[0][0] <= clock + EPS:
             _, key, started = heapq.heappop(self._due)
             pod = self._bound.get(key)
             if pod is None or pod.started != started:
@@ -407,15 +407,15 @@ class SimFleet:
                 return f"node {bind.node} gives no gpu_memory per device"
             if len(gpus) != 1:
                 return f"a shared-device pod holds exactly one device, got {gpus}"
-            if node.devices[gpus[0]].used + share > 1 + _EPS:
+            if node.devices[gpus[0]].used + share > 1 + EPS:
                 return f"device {gpus[0]} of node {bind.node} has not enough room"
             return ""
         if len(gpus) != int(request.gpu):
             return f"the pod needs {int(request.gpu)} devices, got {gpus}"
         for g in gpus:
             device = node.devices[g]
-            # `device.used > _EPS`, without summing shares when a whole pod holds it or none do.
-            if device.whole is not None or (device.shares and sum(device.shares.values()) > _EPS):
+            # `device.used > EPS`, without summing shares when a whole pod holds it or none do.
+            if device.whole is not None or (device.shares and sum(device.shares.values()) > EPS):
                 return f"device {g} of node {bind.node} is in use"
         return ""
 

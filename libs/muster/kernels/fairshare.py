@@ -26,7 +26,6 @@ import numpy as np
 from numba import njit
 
 RESOURCES = ("gpu", "cpu", "memory")
-UNLIMITED = -1.0
 
 
 class QueueArrays(NamedTuple):

@@ -39,6 +39,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from muster.tolerances import EPS
+
 BINPACK = 0
 SPREAD = 1
 STRATEGIES = {"binpack": BINPACK, "spread": SPREAD}
@@ -59,8 +61,6 @@ E_CAP, E_USED, E_REL = range(3)
 # columns of PodArrays.ints
 P_KIND, P_WHOLE, P_GPU_MEM, P_CPU, P_MEM, P_SPEC = range(6)
 P_INT_COLS = 6
-
-EPS = 1e-9
 
 
 class NodeArrays(NamedTuple):

@@ -20,8 +20,8 @@ from muster.bounds import MAX_NESTING
 from muster.scenario import convert as cv
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
+from muster.tolerances import EPS
 
-_EPS = 1e-9
 MAX_VALUES = 50_000_000
 """Values in one file once YAML aliases are expanded: a 10,000-node cluster with 100,000 jobs is a few
 million; the bound stops a few lines of anchors from standing for billions."""
@@ -216,7 +216,7 @@ class _Ledger:
         if shared and request.gpu_memory and not node.resources.gpu_memory:
             raise ScenarioError(where, f"node {entry.node!r} gives no gpu_memory for a gpu_memory pod")
         for g in gpus:
-            if devices[g] + share > 1 + _EPS:
+            if devices[g] + share > 1 + EPS:
                 raise ScenarioError(where, f"device {g} of node {entry.node!r} is already taken")
         used = self.used[entry.node]
         cap = node.resources

@@ -1,9 +1,9 @@
 """KAI's queue order in one kernel: the allocate loop without Python per job, and the walk of later actions.
 
 ``allocate`` gives the same decisions, reasons and working state as the
-reference loop in ``actions/allocate.py``, and ``visit`` the same walk as
-the ``pending_order`` loop of consolidate, reclaim and preempt (tests
-compare each with its reference). The kernel keeps ``JobQueue``'s heaps as
+reference loop in ``tests/unit/allocator/reference.py``, and ``visit`` the
+same walk as ``actions.common.walk_in_order`` (tests compare each with its
+reference). The kernel keeps ``JobQueue``'s heaps as
 arrays and replays CPython's heapq step for step on the queue heaps, whose
 order (``_Entry.__lt__``) is not guaranteed transitive, so even ties
 resolve as the reference resolves them. Job heaps hold a strict total
@@ -17,7 +17,8 @@ goes back to Python: the kernel returns, the caller handles the job with
 the reference code and resumes the kernel, which then finishes that pop.
 
 Numba's cache tracks this file only: after changing the placement kernels
-this module calls, delete its cached kernels (``__pycache__/batch.*.nb*``).
+or the rules this module compiles in (``capacity``, ``ordering``, ``gang``,
+``muster.tolerances``), delete its cached kernels (``__pycache__/batch.*.nb*``).
 
 ``visit`` pops jobs ahead in batches at the current shares and hands them
 to Python in order; when a try changes the shares, the rest of the batch
@@ -44,13 +45,12 @@ from muster.kernels.placement import (
 )
 
 from . import reasons
-from .ordering import elastic_state
+from .capacity import first_exceeded, over_limit_text, over_quota_text
+from .gang import elastic_state, pipelines_whole_gang
+from .ordering import job_order, queue_key, smaller_share
 from .policy_placement import is_policy
 from .session import Session
 from .state import Job
-
-EPS = 1e-9
-UNLIMITED = -1.0
 
 # what the kernel returns
 FINISHED, PYTHON_JOB, FIRST_NO_FIT = range(3)
@@ -131,42 +131,15 @@ class Out(NamedTuple):
 
 
 @njit(cache=True, inline="always")
-def _le(a, b):
-    if a == UNLIMITED:
-        return b == UNLIMITED
-    return b == UNLIMITED or a <= b
-
-
-@njit(cache=True, inline="always")
-def _dominant(t, q, e0, e1, e2):
-    best = 0.0
-    for r in range(3):
-        e = e0 if r == 0 else (e1 if r == 1 else e2)
-        a = t.alloc[q, r] + e
-        cap = t.allocatable[q, r]
-        if cap == UNLIMITED:
-            cap = t.total[r]
-        value = a * 1000.0 if cap == 0 else a / cap
-        if value > best:
-            best = value
-    return best
-
-
-@njit(cache=True, inline="always")
-def _set_key(t, q, req0, req1, req2):
-    """Criteria 1-6 of queue order for queue q about to run a job needing req (``QueueShares.sort_key``)."""
-    a0, a1, a2 = t.alloc[q, 0], t.alloc[q, 1], t.alloc[q, 2]
-    w0, w1, w2 = a0 + req0, a1 + req1, a2 + req2
-    over = t.fair[q, 0] < a0 and t.fair[q, 1] < a1 and t.fair[q, 2] < a2
-    within = _le(w0, t.quota[q, 0]) and _le(w1, t.quota[q, 1]) and _le(w2, t.quota[q, 2])
-    al = t.allocatable
-    zero = (al[q, 0] == 0 and w0 > 0) or (al[q, 1] == 0 and w1 > 0) or (al[q, 2] == 0 and w2 > 0)
-    t.key_b[q, 0] = 1 if over else 0
-    t.key_b[q, 1] = 0 if within else 1
-    t.key_b[q, 2] = t.neg_priority[q]
-    t.key_b[q, 3] = 1 if zero else 0
-    t.key_f[q, 0] = _dominant(t, q, req0, req1, req2)
-    t.key_f[q, 1] = _dominant(t, q, 0.0, 0.0, 0.0)
+def _set_key(t, q, req):
+    """``queue_key`` of queue q about to run a job needing ``req``, into the key arrays."""
+    key = queue_key(t.alloc[q], t.fair[q], t.quota[q], t.allocatable[q], t.total, t.neg_priority[q], req)
+    t.key_b[q, 0] = key[0]
+    t.key_b[q, 1] = key[1]
+    t.key_b[q, 2] = key[2]
+    t.key_b[q, 3] = key[3]
+    t.key_f[q, 0] = key[4]
+    t.key_f[q, 1] = key[5]
 
 
 @njit(cache=True, inline="always")
@@ -178,11 +151,9 @@ def _entry_lt(t, a, b):
     for i in range(2):
         if t.key_f[a, i] != t.key_f[b, i]:
             return t.key_f[a, i] < t.key_f[b, i]
-    c = t.cap
-    a_le = c[a, 0] <= c[b, 0] and c[a, 1] <= c[b, 1] and c[a, 2] <= c[b, 2]
-    b_le = c[b, 0] <= c[a, 0] and c[b, 1] <= c[a, 1] and c[b, 2] <= c[a, 2]
-    if a_le != b_le:
-        return a_le
+    smaller = smaller_share(t.cap[a], t.cap[b])
+    if smaller != 0:
+        return smaller > 0
     return a < b
 
 
@@ -220,13 +191,10 @@ def _q_siftup(t, base, n, pos):
 
 @njit(cache=True, inline="always")
 def _job_lt(jobs, a, b):
-    if jobs.neg_priority[a] != jobs.neg_priority[b]:
-        return jobs.neg_priority[a] < jobs.neg_priority[b]
-    if jobs.elastic[a] != jobs.elastic[b]:
-        return jobs.elastic[a] < jobs.elastic[b]
-    if jobs.submitted[a] != jobs.submitted[b]:
-        return jobs.submitted[a] < jobs.submitted[b]
-    return a < b
+    """``job_order`` between jobs a and b (indices in name order within a leaf break ties as names do)."""
+    return job_order(jobs.neg_priority[a], jobs.elastic[a], jobs.submitted[a], a) < job_order(
+        jobs.neg_priority[b], jobs.elastic[b], jobs.submitted[b], b
+    )
 
 
 @njit(cache=True, inline="always")
@@ -238,9 +206,14 @@ def _job_pop(t, jobs, q):
     t.job_len[q] = n
     if n == 0:
         return top
-    item = heap[base + n]
-    pos = 0
-    child = 1
+    _job_sift(heap, jobs, base, n, 0, heap[base + n])
+    return top
+
+
+@njit(cache=True, inline="always")
+def _job_sift(heap, jobs, base, n, pos, item):
+    """Put ``item`` at ``pos`` of the n-long job heap at ``base`` and sift it down to its place."""
+    child = 2 * pos + 1
     while child < n:
         right = child + 1
         if right < n and _job_lt(jobs, heap[base + right], heap[base + child]):
@@ -251,7 +224,6 @@ def _job_pop(t, jobs, q):
         pos = child
         child = 2 * pos + 1
     heap[base + pos] = item
-    return top
 
 
 @njit(cache=True, inline="always")
@@ -280,14 +252,19 @@ def _head(t, q):
 
 @njit(cache=True)
 def _build(t, jobs, order):
-    """``JobQueue.__init__``: entries appended in ``order`` (deepest first), then every heap heapified."""
+    """``JobQueue.__init__``: each leaf's jobs heapified, entries appended in ``order`` (deepest first),
+    then every queue heap heapified."""
     nq = t.parent.shape[0]
+    for q in range(nq):
+        base, n = t.job_start[q], t.job_len[q]
+        for i in range(n // 2 - 1, -1, -1):
+            _job_sift(t.job_heap, jobs, base, n, i, t.job_heap[base + i])
     for i in range(order.shape[0]):
         q = order[i]
         h = _head(t, q)
         if h < 0:
             continue
-        _set_key(t, q, jobs.req[h, 0], jobs.req[h, 1], jobs.req[h, 2])
+        _set_key(t, q, jobs.req[h])
         t.head[q] = h
         p = t.parent[q] if t.parent[q] >= 0 else nq
         t.heap[t.seg_start[p] + t.seg_len[p]] = q
@@ -335,7 +312,7 @@ def _done(t, jobs, ctl, j, again):
                 t.heap[base] = t.heap[base + size]
                 _q_siftup(t, base, size, 0)
         else:
-            _set_key(t, q, jobs.req[h, 0], jobs.req[h, 1], jobs.req[h, 2])
+            _set_key(t, q, jobs.req[h])
             t.head[q] = h
             _q_siftup(t, base, size, 0)
     ctl[C_PATH] = 0
@@ -373,41 +350,132 @@ def _charge(t, ctl, leaf, gpu, cpu, mem, non_preemptible):
 
 
 @njit(cache=True, inline="always")
-def _first_exceeded(anc, first, last, cap, used, req, j):
-    """(queue, resource) of the first ancestor anc[first:last] where job j's request would take ``used``
-    past ``cap`` (a limit, or a quota for non-preemptible jobs); (-1, -1) when none."""
-    for k in range(first, last):
-        q = anc[k]
-        for r in range(3):
-            c = cap[q, r]
-            if c != UNLIMITED and req[j, r] != 0 and used[q, r] + req[j, r] > c + EPS:
-                return q, r
-    return -1, -1
+def _over_capacity(t, jobs, out, ctl, j):
+    """Record why job j does not fit its queues (a limit, or a non-preemptible job's quota); False if it fits."""
+    leaf = jobs.leaf[j]
+    chain = t.anc[t.anc_start[leaf] : t.anc_start[leaf + 1]]
+    q, r = first_exceeded(chain, t.limit, t.alloc, jobs.req[j])
+    if q >= 0:
+        _record(out, ctl, j, OVER_LIMIT, q, r, t.alloc[q, r])
+        return True
+    if not jobs.preemptible[j]:
+        q, r = first_exceeded(chain, t.quota, t.alloc_np, jobs.req[j])
+        if q >= 0:
+            _record(out, ctl, j, OVER_QUOTA, q, r, t.alloc_np[q, r])
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _best_node_for(nodes, index, sg, sc, pods, row, kind, whole, elig, cpu, mem):
+    """The node ``placement.place`` would choose for pod row ``row``, or -1."""
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    if kind == pl.WHOLE:
+        node = _best_whole_indexed(
+            ints,
+            dev,
+            ext,
+            elig,
+            whole,
+            cpu,
+            mem,
+            pods.ext[row],
+            index.bits,
+            index.counts,
+            index.node_of_rank,
+            index.class_start,
+            index.class_buckets,
+        )
+    elif kind == pl.FRACTION or kind == pl.MEMORY:  # noqa: SIM109 (numba)
+        node = _best_fraction_indexed(
+            ints,
+            dev,
+            ext,
+            elig,
+            kind,
+            pods.share[row],
+            pods.ints[row, pl.P_GPU_MEM],
+            cpu,
+            mem,
+            pods.ext[row],
+            sg,
+            sc,
+            index.bits,
+            index.counts,
+            index.node_of_rank,
+            index.class_start,
+            index.class_buckets,
+        )
+    else:
+        node = _best_node(
+            ints,
+            dev,
+            ext,
+            elig,
+            kind,
+            whole,
+            pods.share[row],
+            pods.ints[row, pl.P_GPU_MEM],
+            cpu,
+            mem,
+            pods.ext[row],
+            sg,
+            sc,
+        )
+    return node
+
+
+@njit(cache=True, inline="always")
+def _unbind(pods, first, nodes, index, out, base, count):
+    """Undo the first ``count`` placements of a shape whose pod rows start at ``first``, newest first."""
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    for u in range(count - 1, -1, -1):
+        m = base + u
+        row = first + u
+        _uncommit(
+            ints,
+            dev,
+            ext,
+            out.node[m],
+            pods.ints[row, pl.P_KIND],
+            pods.ints[row, pl.P_CPU],
+            pods.ints[row, pl.P_MEM],
+            pods.ext[row],
+            out.devices[m],
+            out.share[m],
+        )
+        _rebucket(ints, dev, out.node[m], index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+
+
+@njit(cache=True, inline="always")
+def _pipeline_gang(out, base, n, min_available):
+    """Apply ``pipelines_whole_gang`` to the n placements from ``base``."""
+    running = 0
+    any_piped = False
+    for i in range(n):
+        if out.pipelined[base + i]:
+            any_piped = True
+        else:
+            running += 1
+    if pipelines_whole_gang(any_piped, running, min_available):
+        for i in range(n):
+            out.pipelined[base + i] = True
 
 
 @njit(cache=True, inline="always")
 def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
     """Try plain job j whole; returns False when its shape found no room for the first time (undone)."""
-    leaf = jobs.leaf[j]
-    first, last = t.anc_start[leaf], t.anc_start[leaf + 1]
-    q, r = _first_exceeded(t.anc, first, last, t.limit, t.alloc, jobs.req, j)
-    if q >= 0:
-        _record(out, ctl, j, OVER_LIMIT, q, r, t.alloc[q, r])
+    if _over_capacity(t, jobs, out, ctl, j):
         return True
-    if not jobs.preemptible[j]:
-        q, r = _first_exceeded(t.anc, first, last, t.quota, t.alloc_np, jobs.req, j)
-        if q >= 0:
-            _record(out, ctl, j, OVER_QUOTA, q, r, t.alloc_np[q, r])
-            return True
     s = jobs.shape[j]
     if shapes.failed[s]:
         _record(out, ctl, j, SHAPE_FAILED, -1, -1, 0.0)
         return True
-    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     pods = shapes.pods
     first = shapes.start[s]
     n = shapes.start[s + 1] - first
     base = ctl[C_PLACED]
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     for i in range(n):
         row = first + i
         kind = pods.ints[row, pl.P_KIND]
@@ -415,77 +483,9 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
         elig = pods.eligible[pods.ints[row, pl.P_SPEC]]
         cpu = pods.ints[row, pl.P_CPU]
         mem = pods.ints[row, pl.P_MEM]
-        if kind == pl.WHOLE:
-            node = _best_whole_indexed(
-                ints,
-                dev,
-                ext,
-                elig,
-                whole,
-                cpu,
-                mem,
-                pods.ext[row],
-                index.bits,
-                index.counts,
-                index.node_of_rank,
-                index.class_start,
-                index.class_buckets,
-            )
-        elif kind == pl.FRACTION or kind == pl.MEMORY:  # noqa: SIM109 (numba)
-            node = _best_fraction_indexed(
-                ints,
-                dev,
-                ext,
-                elig,
-                kind,
-                pods.share[row],
-                pods.ints[row, pl.P_GPU_MEM],
-                cpu,
-                mem,
-                pods.ext[row],
-                sg,
-                sc,
-                index.bits,
-                index.counts,
-                index.node_of_rank,
-                index.class_start,
-                index.class_buckets,
-            )
-        else:
-            node = _best_node(
-                ints,
-                dev,
-                ext,
-                elig,
-                kind,
-                whole,
-                pods.share[row],
-                pods.ints[row, pl.P_GPU_MEM],
-                cpu,
-                mem,
-                pods.ext[row],
-                sg,
-                sc,
-            )
+        node = _best_node_for(nodes, index, sg, sc, pods, row, kind, whole, elig, cpu, mem)
         if node < 0:
-            for u in range(i - 1, -1, -1):
-                m = base + u
-                urow = first + u
-                _uncommit(
-                    ints,
-                    dev,
-                    ext,
-                    out.node[m],
-                    pods.ints[urow, pl.P_KIND],
-                    pods.ints[urow, pl.P_CPU],
-                    pods.ints[urow, pl.P_MEM],
-                    pods.ext[urow],
-                    out.devices[m],
-                    out.share[m],
-                )
-                _rebucket(
-                    ints, dev, out.node[m], index.bits, index.counts, index.bucket_of, index.strategy_gpu
-                )
+            _unbind(pods, first, nodes, index, out, base, i)
             ctl[C_COUNT] = i
             return False
         m = base + i
@@ -511,28 +511,12 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
             False,  # the batch path places pending jobs: idle devices first
         )
         _rebucket(ints, dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
-    # KAI pipelines the whole gang when part of it is pipelined and too few pods would really run
-    bound = 0
-    any_piped = False
-    for i in range(n):
-        if out.pipelined[base + i]:
-            any_piped = True
-        else:
-            bound += 1
-    if any_piped and bound < jobs.min_available[j]:
-        for i in range(n):
-            out.pipelined[base + i] = True
+    _pipeline_gang(out, base, n, jobs.min_available[j])
+    non_preemptible = not jobs.preemptible[j]
     for i in range(n):
         row = first + i
-        _charge(
-            t,
-            ctl,
-            leaf,
-            shapes.gpu[row],
-            float(pods.ints[row, pl.P_CPU]),
-            float(pods.ints[row, pl.P_MEM]),
-            not jobs.preemptible[j],
-        )
+        cpu, mem = float(pods.ints[row, pl.P_CPU]), float(pods.ints[row, pl.P_MEM])
+        _charge(t, ctl, jobs.leaf[j], shapes.gpu[row], cpu, mem, non_preemptible)
     ctl[C_PLACED] = base + n
     _record(out, ctl, j, PLACED, -1, -1, 0.0)
     return True
@@ -596,72 +580,14 @@ def allocate(
 ) -> None:
     """Run allocate over ``leaf_jobs`` (per leaf queue, in name order), using ``attempt`` for jobs that are
     not plain, exactly as the reference loop would."""
-    table = s.table
     jobs, leaf_of = _flatten(leaf_jobs)
-    nj = len(jobs)
-    requests: dict[int, tuple[list[int], tuple[float, float, float]]] = {}
-    touched = s.placed.keys() | s.evicted.keys()
-
-    def to_place(j: int) -> tuple[list[int], tuple[float, float, float]]:
-        hit = requests.get(j)
-        if hit is None:
-            job = jobs[j]
-            pods = s.pods_to_place(job)
-            hit = requests[j] = (pods, s.request_of(job, pods))
-        return hit
-
-    # plain jobs untouched so far this session place every pod in one attempt; group them by shape
-    state_shape = np.array([j.shape for j in jobs], dtype=np.int64)
-    fresh = np.array([j.n_pending == len(j.pods) for j in jobs], dtype=np.bool_)
-    min_available = np.array([j.min_available for j in jobs], dtype=np.int64)
-    plain = (state_shape >= 0) & fresh
-    if is_policy(s.config.placement_gpu):
-        # a placement policy is Python (policy_placement): jobs with GPU pods go the reference way
-        plain &= _cpu_only(jobs, state_shape)
-    if touched:
-        plain &= np.array([j.name not in touched for j in jobs], dtype=np.bool_)
-    job_shape = np.full(nj, -1, dtype=np.int64)
-    ids, first, inverse = np.unique(state_shape[plain], return_index=True, return_inverse=True)
-    job_shape[plain] = inverse
-    plain_idx = np.flatnonzero(plain)
-    shape_jobs = [jobs[i] for i in plain_idx[first].tolist()]
-    req = np.zeros((nj, 3))
-    elastic = np.where(min_available > 0, 0, 1).astype(np.int64)
-    for j in np.flatnonzero(~plain).tolist():
-        job = jobs[j]
-        req[j] = to_place(j)[1]
-        elastic[j] = elastic_state(s.active(job), job.min_available)
-    shapes, shape_keys, shape_reqs = _shapes(s, shape_jobs)
+    to_place = _ToPlace(s, jobs)
+    arrays, shapes, shape_keys = _allocate_jobs(s, jobs, leaf_of, to_place)
     shape_index = {key: k for k, key in enumerate(shape_keys)}
-    plain = job_shape >= 0
-    if shape_reqs.shape[0]:
-        req[plain] = shape_reqs[job_shape[plain]]
-    arrays = Jobs(
-        neg_priority=-np.array([j.priority for j in jobs], dtype=np.int64),
-        elastic=elastic,
-        submitted=np.array([j.submitted_at for j in jobs], dtype=np.float64),
-        req=req,
-        leaf=np.array(leaf_of, dtype=np.int64),
-        shape=job_shape,
-        preemptible=np.array([j.preemptible for j in jobs], dtype=np.bool_),
-        min_available=min_available,
-        skip=np.zeros(nj, dtype=np.bool_),
-    )
     tree, order = _tree(s, arrays, leaf_jobs)
     _build(tree, arrays, order)
-    n_pods = int(np.diff(shapes.start)[job_shape[plain]].sum())
-    g = max(s.nodes.dev.shape[2], 1)
-    out = Out(
-        job=np.zeros(nj, dtype=np.int64),
-        code=np.zeros(nj, dtype=np.int64),
-        queue=np.zeros(nj, dtype=np.int64),
-        res=np.zeros(nj, dtype=np.int64),
-        value=np.zeros(nj),
-        node=np.zeros(n_pods, dtype=np.int64),
-        devices=np.full((n_pods, g), -1, dtype=np.int64),
-        share=np.zeros(n_pods),
-        pipelined=np.zeros(n_pods, dtype=np.bool_),
-    )
+    plain = arrays.shape >= 0
+    out = _allocate_out(s, len(jobs), int(np.diff(shapes.start)[arrays.shape[plain]].sum()))
     ctl = np.zeros(8, dtype=np.int64)
     index = s.gpu_index()
     sg = pl.STRATEGIES.get(s.config.placement_gpu, pl.BINPACK)  # a policy's jobs never reach the kernel
@@ -678,34 +604,152 @@ def allocate(
         if status == FINISHED:
             return
         j = int(ctl[C_JOB])
-        job = jobs[j]
         if status == PYTHON_JOB:
-            pods, r = to_place(j)
-            ok = bool(pods) and attempt(s, job, pods, r, failed_shapes)
-            requests.pop(j, None)
-            again = ok and bool(s.pending_pods(job))
-            for q in table.ancestors[table.index[job.queue]]:
-                tree.alloc[q] = s.alloc[q]
-                tree.alloc_np[q] = s.alloc_np[q]
-            if pods:
-                # the one shape this attempt may have found without room
-                key = (job.pool, job.topology, tuple(job.pods[i] for i in pods))
-                k = shape_index.get(key)
-                if k is not None and key in failed_shapes:
-                    shapes.failed[k] = True
-            if again:
-                arrays.elastic[j] = elastic_state(s.active(job), job.min_available)
-                arrays.req[j] = to_place(j)[1]
+            again = _try_in_python(
+                s, jobs[j], j, attempt, to_place, tree, arrays, shapes, shape_index, failed_shapes
+            )
         else:
-            k = int(job_shape[j])
-            pods = list(range(len(job.pods)))
-            why = reasons.no_fit(job, pods, int(ctl[C_COUNT]), s.nodes, s.pod_arrays(job, pods))
-            failed_shapes[shape_keys[k]] = why
-            shapes.failed[k] = True
-            s.reasons[job.name] = why
+            _first_no_fit(
+                s, jobs[j], int(arrays.shape[j]), int(ctl[C_COUNT]), shapes, shape_keys, failed_shapes
+            )
             again = False
         ctl[C_RESUME] = 1
         ctl[C_AGAIN] = int(again)
+
+
+class _ToPlace:
+    """Each job's pods to place and their request, asked once until an attempt changes them."""
+
+    def __init__(self, s: Session, jobs: list[Job]) -> None:
+        self.s = s
+        self.jobs = jobs
+        self.known: dict[int, tuple[list[int], tuple[float, float, float]]] = {}
+
+    def __call__(self, j: int) -> tuple[list[int], tuple[float, float, float]]:
+        hit = self.known.get(j)
+        if hit is None:
+            job = self.jobs[j]
+            pods = self.s.pods_to_place(job)
+            hit = self.known[j] = (pods, self.s.request_of(job, pods))
+        return hit
+
+    def forget(self, j: int) -> None:
+        self.known.pop(j, None)
+
+
+def _plain(s: Session, jobs: list[Job], state_shape: np.ndarray) -> np.ndarray:
+    """Which jobs the kernel tries whole: a shape, nothing placed yet, untouched so far this session."""
+    fresh = np.array([j.n_pending == len(j.pods) for j in jobs], dtype=np.bool_)
+    plain = (state_shape >= 0) & fresh
+    if is_policy(s.config.placement_gpu):
+        # a placement policy is Python (policy_placement): jobs with GPU pods go the reference way
+        plain &= _cpu_only(jobs, state_shape)
+    touched = s.placed.keys() | s.evicted.keys()
+    if touched:
+        plain &= np.array([j.name not in touched for j in jobs], dtype=np.bool_)
+    return plain
+
+
+def _allocate_jobs(
+    s: Session, jobs: list[Job], leaf_of: list[int], to_place: _ToPlace
+) -> tuple[Jobs, Shapes, list[tuple]]:
+    """The kernel's job arrays, plain jobs grouped by shape (one representative each), the shapes' keys."""
+    nj = len(jobs)
+    state_shape = np.array([j.shape for j in jobs], dtype=np.int64)
+    min_available = np.array([j.min_available for j in jobs], dtype=np.int64)
+    plain = _plain(s, jobs, state_shape)
+    job_shape = np.full(nj, -1, dtype=np.int64)
+    ids, first, inverse = np.unique(state_shape[plain], return_index=True, return_inverse=True)
+    job_shape[plain] = inverse
+    shape_jobs = [jobs[i] for i in np.flatnonzero(plain)[first].tolist()]
+    req = np.zeros((nj, 3))
+    elastic = elastic_state(np.zeros(nj, dtype=np.int64), min_available)  # nothing of a plain job runs
+    for j in np.flatnonzero(~plain).tolist():
+        job = jobs[j]
+        req[j] = to_place(j)[1]
+        elastic[j] = elastic_state(s.active(job), job.min_available)
+    shapes, shape_keys, shape_reqs = _shapes(s, shape_jobs)
+    plain = job_shape >= 0
+    if shape_reqs.shape[0]:
+        req[plain] = shape_reqs[job_shape[plain]]
+    arrays = Jobs(
+        neg_priority=-np.array([j.priority for j in jobs], dtype=np.int64),
+        elastic=elastic,
+        submitted=np.array([j.submitted_at for j in jobs], dtype=np.float64),
+        req=req,
+        leaf=np.array(leaf_of, dtype=np.int64),
+        shape=job_shape,
+        preemptible=np.array([j.preemptible for j in jobs], dtype=np.bool_),
+        min_available=min_available,
+        skip=np.zeros(nj, dtype=np.bool_),
+    )
+    return arrays, shapes, shape_keys
+
+
+def _allocate_out(s: Session, nj: int, n_pods: int) -> Out:
+    g = max(s.nodes.dev.shape[2], 1)
+    return Out(
+        job=np.zeros(nj, dtype=np.int64),
+        code=np.zeros(nj, dtype=np.int64),
+        queue=np.zeros(nj, dtype=np.int64),
+        res=np.zeros(nj, dtype=np.int64),
+        value=np.zeros(nj),
+        node=np.zeros(n_pods, dtype=np.int64),
+        devices=np.full((n_pods, g), -1, dtype=np.int64),
+        share=np.zeros(n_pods),
+        pipelined=np.zeros(n_pods, dtype=np.bool_),
+    )
+
+
+def _try_in_python(
+    s: Session,
+    job: Job,
+    j: int,
+    attempt: Attempt,
+    to_place: _ToPlace,
+    tree: Tree,
+    arrays: Jobs,
+    shapes: Shapes,
+    shape_index: dict[tuple, int],
+    failed_shapes: dict[tuple, str],
+) -> bool:
+    """Try a job the kernel handed back with ``attempt``, and bring the kernel's arrays up to date with
+    what it changed; whether the job goes back in the order (it placed some pods and has more)."""
+    table = s.table
+    pods, r = to_place(j)
+    ok = bool(pods) and attempt(s, job, pods, r, failed_shapes)
+    to_place.forget(j)
+    again = ok and bool(s.pending_pods(job))
+    for q in table.ancestors[table.index[job.queue]]:
+        tree.alloc[q] = s.alloc[q]
+        tree.alloc_np[q] = s.alloc_np[q]
+    if pods:
+        # the one shape this attempt may have found without room
+        key = (job.pool, job.topology, tuple(job.pods[i] for i in pods))
+        k = shape_index.get(key)
+        if k is not None and key in failed_shapes:
+            shapes.failed[k] = True
+    if again:
+        arrays.elastic[j] = elastic_state(s.active(job), job.min_available)
+        arrays.req[j] = to_place(j)[1]
+    return again
+
+
+def _first_no_fit(
+    s: Session,
+    job: Job,
+    k: int,
+    count: int,
+    shapes: Shapes,
+    shape_keys: list[tuple],
+    failed_shapes: dict[tuple, str],
+) -> None:
+    """The first plain job of shape k found no room (``count`` pods fitted): why, for it and its shape."""
+    pods = list(range(len(job.pods)))
+    why = reasons.no_fit(job, pods, count, s.nodes, s.pod_arrays(job, pods))
+    failed_shapes[shape_keys[k]] = why
+    shapes.failed[k] = True
+    s.reasons[job.name] = why
 
 
 Visit = Callable[[Job, list[int], tuple[float, float, float]], None]
@@ -734,7 +778,7 @@ def visit(s: Session, leaf_jobs: dict[int, list[Job]], fn: Visit) -> None:
     whole = fresh & (n_placed == n_pods)  # a plain job is placed all at once or not at all
     min_available = np.array([j.min_available for j in jobs], dtype=np.int64)
     active = np.where(whole, n_pods, 0)
-    elastic = np.where(active < min_available, 0, np.where(active == min_available, 1, 2)).astype(np.int64)
+    elastic = elastic_state(active, min_available)
     req = np.zeros((nj, 3))
     skip = whole.copy()
     ids, first, inverse = np.unique(state_shape[untouched], return_index=True, return_inverse=True)
@@ -914,7 +958,7 @@ def _tree(s: Session, jobs: Jobs, leaf_jobs: dict[int, list[Job]]) -> tuple[Tree
         seg_size[parent[q] if parent[q] >= 0 else nq] += 1
     seg_start = np.zeros(nq + 2, dtype=np.int64)
     seg_start[1:] = np.cumsum(seg_size)
-    # job heaps: each leaf's jobs sorted by job order (a sorted array is a heap)
+    # job heaps: each leaf's jobs as _flatten lists them, heapified by _build with job_order
     nj = jobs.leaf.shape[0]
     has_jobs = np.zeros(nq, dtype=np.bool_)
     job_start = np.zeros(nq, dtype=np.int64)
@@ -923,7 +967,6 @@ def _tree(s: Session, jobs: Jobs, leaf_jobs: dict[int, list[Job]]) -> tuple[Tree
         if leaf_jobs[q]:
             has_jobs[q] = True
             job_len[q] = len(leaf_jobs[q])
-    order_in = np.lexsort((np.arange(nj), jobs.submitted, jobs.elastic, jobs.neg_priority, jobs.leaf))
     pos = 0
     for q in sorted(leaf_jobs):
         job_start[q] = pos
@@ -953,7 +996,7 @@ def _tree(s: Session, jobs: Jobs, leaf_jobs: dict[int, list[Job]]) -> tuple[Tree
         has_jobs=has_jobs,
         job_start=job_start,
         job_len=job_len,
-        job_heap=order_in.astype(np.int64),
+        job_heap=np.arange(nj, dtype=np.int64),  # each leaf's jobs, in name order: _build heapifies them
         path=np.zeros(max(depth, default=0) + 2, dtype=np.int64),
     )
     # the order JobQueue appends entries in: the same set built the same way, deepest first
@@ -1001,7 +1044,6 @@ def _flush(
     devices = out.devices[p0:p1].tolist()
     shares = out.share[p0:p1].tolist()
     piped = out.pipelined[p0:p1].tolist()
-    names = s.table.names
     slot_names = s.slot_names
     state_nodes = s.state.node_table.nodes
     decisions = s.decisions
@@ -1055,9 +1097,6 @@ def _flush(
         key = (code, q, r, value, want)
         why = reason_cache.get(key)
         if why is None:
-            if code == OVER_LIMIT:
-                why = reasons.over_limit(names[q], r, s.table.limit[q, r], value, want)
-            else:
-                why = reasons.non_preemptible_over_quota(names[q], r, s.table.quota[q, r], value, want)
-            reason_cache[key] = why
+            text = over_limit_text if code == OVER_LIMIT else over_quota_text
+            why = reason_cache[key] = text(s.table, q, r, value, want)
         sreasons[job.name] = why

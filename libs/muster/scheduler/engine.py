@@ -12,6 +12,7 @@ import gc
 
 from muster import events as ev
 from muster.kernels import placement as pl
+from muster.tolerances import EPS
 
 from .actions import actions_for
 from .actions.victims import min_runtime
@@ -174,9 +175,7 @@ class Allocator:
             ints = a.ints[slot]
             gpus = int(ints[pl.N_GPUS])
             idle = sum(
-                1
-                for d in range(gpus)
-                if a.dev[pl.D_USED, slot, d] <= pl.EPS and a.dev[pl.D_REL, slot, d] <= pl.EPS
+                1 for d in range(gpus) if a.dev[pl.D_USED, slot, d] <= EPS and a.dev[pl.D_REL, slot, d] <= EPS
             )
             nodes[name] = NodeView(
                 pool=node.spec.pool,

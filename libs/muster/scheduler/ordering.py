@@ -12,21 +12,73 @@ import heapq
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numba import njit
+
+from muster.tolerances import UNLIMITED
+
+from .gang import elastic_state
 
 DRF_NO_SHARE_MULTIPLIER = 1000.0
-UNLIMITED = -1.0
 
 
-def elastic_state(active: int, min_available: int) -> int:
-    """0 below min_available, 1 exactly at it, 2 above it."""
-    if active < min_available:
+@njit(cache=True, inline="always")
+def job_order(neg_priority, elastic, submitted_at, tiebreak):
+    """Job order inside a leaf queue (§3.1), smallest first: higher priority, then elastic state (below
+    its minimum first), then older, then the tiebreak (the name; the batch kernel's index in name order)."""
+    return (neg_priority, elastic, submitted_at, tiebreak)
+
+
+@njit(cache=True, inline="always")
+def queue_key(alloc, fair, quota, allocatable, total, neg_priority, req):
+    """Criteria 1-6 of KAI's queue order (§3.2) for a queue about to run a job needing ``req``, from its
+    rows (gpu, cpu, memory) of allocated, fair share, quota and allocatable (-1 = unlimited), smallest
+    first: not over-utilised, within its deserved quota with the job, higher priority, not asking for a
+    resource it has no share of, smaller dominant share with the job, then without it."""
+    # written out per resource, not looped: this runs once per pop in the batch kernel
+    a0, a1, a2 = alloc[0], alloc[1], alloc[2]
+    w0, w1, w2 = a0 + req[0], a1 + req[1], a2 + req[2]
+    q0, q1, q2 = quota[0], quota[1], quota[2]
+    c0, c1, c2 = allocatable[0], allocatable[1], allocatable[2]
+    over = fair[0] < a0 and fair[1] < a1 and fair[2] < a2
+    beyond = (
+        (q0 != UNLIMITED and (w0 == UNLIMITED or not w0 <= q0))
+        or (q1 != UNLIMITED and (w1 == UNLIMITED or not w1 <= q1))
+        or (q2 != UNLIMITED and (w2 == UNLIMITED or not w2 <= q2))
+    )
+    zero = (c0 == 0 and w0 > 0) or (c1 == 0 and w1 > 0) or (c2 == 0 and w2 > 0)
+    # the dominant share reads an unlimited allocatable share as the cluster's total
+    d0 = total[0] if c0 == UNLIMITED else c0
+    d1 = total[1] if c1 == UNLIMITED else c1
+    d2 = total[2] if c2 == UNLIMITED else c2
+    m = DRF_NO_SHARE_MULTIPLIER
+    with_job = max(
+        0.0, w0 * m if d0 == 0 else w0 / d0, w1 * m if d1 == 0 else w1 / d1, w2 * m if d2 == 0 else w2 / d2
+    )
+    without = max(
+        0.0, a0 * m if d0 == 0 else a0 / d0, a1 * m if d1 == 0 else a1 / d1, a2 * m if d2 == 0 else a2 / d2
+    )
+    return (1 if over else 0, 1 if beyond else 0, neg_priority, 1 if zero else 0, with_job, without)
+
+
+@njit(cache=True, inline="always")
+def smaller_share(a, b):
+    """Criterion 7, between two queues' allocatable shares (unlimited = inf): 1 when ``a`` is <= ``b`` in
+    every resource and ``b`` is not <= ``a``, -1 the other way round, 0 when neither is smaller."""
+    a_le = a[0] <= b[0] and a[1] <= b[1] and a[2] <= b[2]
+    b_le = b[0] <= a[0] and b[1] <= a[1] and b[2] <= a[2]
+    if a_le == b_le:
         return 0
-    return 1 if active == min_available else 2
+    return 1 if a_le else -1
+
+
+_job_order = job_order.py_func
+_queue_key = queue_key.py_func
+_smaller_share = smaller_share.py_func
 
 
 def job_key(priority: int, active: int, min_available: int, submitted_at: float, name: str) -> tuple:
-    """Job order inside a leaf queue: priority, elastic state, age, name."""
-    return (-priority, elastic_state(active, min_available), submitted_at, name)
+    """``job_order`` of a job by its name."""
+    return _job_order(-priority, elastic_state(active, min_available), submitted_at, name)
 
 
 class QueueShares:
@@ -55,41 +107,16 @@ class QueueShares:
         # allocatable with unlimited as infinity, for the partial order of criterion 7
         self.cap = [tuple(float("inf") if v == UNLIMITED else v for v in row) for row in self.allocatable]
 
-    def dominant_share(self, q: int, extra: Sequence[float] | None = None) -> float:
-        """max over resources of allocated (+ extra) / allocatable share (unlimited = cluster total)."""
-        best = 0.0
-        for r in range(3):
-            a = self.alloc[q][r] + (extra[r] if extra is not None else 0.0)
-            cap = self.allocatable[q][r]
-            if cap == UNLIMITED:
-                cap = self.total[r]
-            value = a * DRF_NO_SHARE_MULTIPLIER if cap == 0 else a / cap
-            best = max(best, value)
-        return best
-
     def sort_key(self, q: int, req: Sequence[float]) -> tuple:
-        """Criteria 1-6 of KAI's queue order for queue q about to run a job needing ``req``."""
-        alloc = self.alloc[q]
-        fair = self.fair[q]
-        quota = self.quota[q]
-        with_job = (alloc[0] + req[0], alloc[1] + req[1], alloc[2] + req[2])
-        over_utilized = fair[0] < alloc[0] and fair[1] < alloc[1] and fair[2] < alloc[2]
-        within_deserved = (
-            _le(with_job[0], quota[0]) and _le(with_job[1], quota[1]) and _le(with_job[2], quota[2])
-        )
-        cap = self.allocatable[q]
-        zero_share = (
-            (cap[0] == 0 and with_job[0] > 0)
-            or (cap[1] == 0 and with_job[1] > 0)
-            or (cap[2] == 0 and with_job[2] > 0)
-        )
-        return (
-            over_utilized,
-            not within_deserved,
+        """``queue_key`` of queue q about to run a job needing ``req``."""
+        return _queue_key(
+            self.alloc[q],
+            self.fair[q],
+            self.quota[q],
+            self.allocatable[q],
+            self.total,
             -self.priority[q],
-            zero_share,
-            self.dominant_share(q, req),
-            self.dominant_share(q),
+            req,
         )
 
 
@@ -101,13 +128,6 @@ def _allocatable(quota: float, fair: float, limit: float) -> float:
     if limit != UNLIMITED:
         a = min(limit, a)
     return a
-
-
-def _le(a: float, b: float) -> bool:
-    """a <= b where -1 means unlimited."""
-    if a == UNLIMITED:
-        return b == UNLIMITED
-    return b == UNLIMITED or a <= b
 
 
 class _Entry:
@@ -122,12 +142,9 @@ class _Entry:
     def __lt__(self, other: _Entry) -> bool:
         if self.key != other.key:
             return self.key < other.key
-        # smaller allocatable share: <= in all and < in one
-        a, b = self.cap, other.cap
-        a_le = a[0] <= b[0] and a[1] <= b[1] and a[2] <= b[2]
-        b_le = b[0] <= a[0] and b[1] <= a[1] and b[2] <= a[2]
-        if a_le != b_le:
-            return a_le
+        smaller = _smaller_share(self.cap, other.cap)
+        if smaller:
+            return smaller > 0
         return self.q < other.q  # creation order
 
 

@@ -1,7 +1,7 @@
 """The batch kernel decides exactly what the reference loops decide.
 
 Two allocators read the same random log, one with the reference loops
-(every action built with ``fast=False``), one with the kernel; every
+(every action with its ``reference`` twin), one with the kernel; every
 cycle's outcome must be the same bytes, and so must the state both fold
 from it.
 """
@@ -13,17 +13,18 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from muster import events as ev
-from muster.scheduler.actions.allocate import AllocateAction
 from muster.scheduler.config import KNOWN_ACTIONS, AllocatorConfig
 from muster.scheduler.engine import Allocator
+
+from .reference import ReferenceAllocate, reference
 
 GI = 2**30
 
 
 def _reference(config: AllocatorConfig) -> Allocator:
     a = Allocator(config)
-    a._actions = [type(x)(fast=False) if hasattr(x, "fast") else x for x in a._actions]
-    assert any(isinstance(x, AllocateAction) for x in a._actions)
+    a._actions = [reference(x) for x in a._actions]
+    assert any(isinstance(x, ReferenceAllocate) for x in a._actions)
     return a
 
 

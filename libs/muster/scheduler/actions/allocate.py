@@ -5,26 +5,30 @@ from __future__ import annotations
 import numpy as np
 
 from muster.kernels import placement as pl
+from muster.tolerances import EPS
 
 from .. import batch, reasons
-from ..ordering import JobQueue, job_key
+from ..capacity import capacity_reason
+from ..gang import pipeline_all
 from ..session import Session
-from ..state import BINDING, BOUND, Job
+from ..state import Job
 from ..statement import Statement
-
-EPS = 1e-9
 
 
 class AllocateAction:
-    """``fast`` runs the loop in the batch kernel; ``fast=False`` is the reference loop (the tests' oracle)."""
+    """The loop runs in the batch kernel, which hands jobs it cannot try whole back to ``_attempt``."""
 
     name = "allocate"
     clock_dependent = False
 
-    def __init__(self, fast: bool = True) -> None:
-        self.fast = fast
-
     def run(self, s: Session) -> None:
+        leaf_jobs = self.queued(s)
+        if leaf_jobs:
+            batch.allocate(s, leaf_jobs, self._attempt, {})
+
+    @staticmethod
+    def queued(s: Session) -> dict[int, list[Job]]:
+        """Pending jobs by leaf queue, in name order; a job that cannot be queued gets its reason."""
         table = s.table
         leaf_jobs: dict[int, list[Job]] = {}
         jobs, index, children = s.state.jobs, table.index, table.children
@@ -46,33 +50,7 @@ class AllocateAction:
             if leaf is None:
                 leaf = leaf_jobs[q] = []
             leaf.append(job)
-        if not leaf_jobs:
-            return
-        failed_shapes: dict[tuple, str] = {}
-        if self.fast:
-            batch.allocate(s, leaf_jobs, self._attempt, failed_shapes)
-            return
-        requests: dict[str, tuple[list[int], tuple[float, float, float]]] = {}
-
-        def to_place(job: Job) -> tuple[list[int], tuple[float, float, float]]:
-            hit = requests.get(job.name)
-            if hit is None:
-                pods = s.pods_to_place(job)
-                hit = requests[job.name] = (pods, s.request_of(job, pods))
-            return hit
-
-        order = JobQueue(
-            s.shares,
-            table.parent,
-            leaf_jobs,
-            lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
-            lambda j: to_place(j)[1],
-        )
-        while (job := order.pop()) is not None:
-            pods, req = to_place(job)
-            ok = bool(pods) and self._attempt(s, job, pods, req, failed_shapes)
-            requests.pop(job.name, None)
-            order.done(job, ok and bool(s.pending_pods(job)))
+        return leaf_jobs
 
     def _attempt(
         self,
@@ -99,35 +77,9 @@ class AllocateAction:
             s.reasons[job.name] = why
             return False
         placed = stmt.placements()
-        pipeline_all = False
-        if any(p[5] for p in placed):
-            bound = sum(1 for st in job.state if st in (BINDING, BOUND))
-            bound += sum(1 for v in s.placed.get(job.name, {}).values() if not v[3])
-            bound += sum(1 for p in placed if not p[5])
-            pipeline_all = bound < job.min_available
-        stmt.commit(pipeline_all=pipeline_all, placements=placed)
+        stmt.commit(pipeline_all=pipeline_all(s, job, placed), placements=placed)
         s.reasons.pop(job.name, None)
         return True
-
-
-def capacity_reason(s: Session, job: Job, req: tuple[float, float, float]) -> str | None:
-    """Limits at the leaf and every ancestor; for a non-preemptible job, quotas too (§5.2)."""
-    table = s.table
-    chain = table.ancestors[table.index[job.queue]]
-    for q in chain:
-        for r in range(3):
-            limit = table.limit[q, r]
-            if limit != -1 and req[r] != 0 and s.alloc[q][r] + req[r] > limit + EPS:
-                return reasons.over_limit(table.names[q], r, limit, s.alloc[q][r], req[r])
-    if not job.preemptible:
-        for q in chain:
-            for r in range(3):
-                quota = table.quota[q, r]
-                if quota != -1 and req[r] != 0 and s.alloc_np[q][r] + req[r] > quota + EPS:
-                    return reasons.non_preemptible_over_quota(
-                        table.names[q], r, quota, s.alloc_np[q][r], req[r]
-                    )
-    return None
 
 
 def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | None:
@@ -176,7 +128,7 @@ def topology_domains(s: Session, job: Job, pods: list[int], level: str) -> list[
     gpu_req = sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY)
     cpu_req = sum(job.pods[i].cpu for i in pods)
     ints, dev = s.nodes.ints, s.nodes.dev
-    free_gpu = (dev[pl.D_USED] <= pl.EPS).sum(axis=1) - np.maximum(0, dev.shape[2] - ints[:, pl.N_GPUS])
+    free_gpu = (dev[pl.D_USED] <= EPS).sum(axis=1) - np.maximum(0, dev.shape[2] - ints[:, pl.N_GPUS])
     free_cpu = ints[:, pl.N_CPU_CAP] - ints[:, pl.N_CPU_USED]
     out = []
     for value in sorted(by_value):

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import batch, reasons
+from .. import batch
 from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import Job
 
-EPS = 1e-9
-
 Request = tuple[float, float, float]
 
 
-def _leaf_jobs(s: Session) -> dict[int, list[Job]]:
+def pending_by_leaf(s: Session) -> dict[int, list[Job]]:
+    """Pending jobs that may be placed, by leaf queue index, in name order."""
     table = s.table
     jobs, index, children = s.state.jobs, table.index, table.children
     leaf_jobs: dict[int, list[Job]] = {}
@@ -30,16 +29,24 @@ def _leaf_jobs(s: Session) -> dict[int, list[Job]]:
     return leaf_jobs
 
 
-def each_pending(s: Session, fn: Callable[[Job, list[int], Request], None], fast: bool = True) -> None:
+Visit = Callable[[Job, list[int], Request], None]
+
+
+def each_pending(s: Session, fn: Visit) -> None:
     """``fn(job, pods, request)`` for every job with pods to place, each once, in KAI's queue/job order as
-    it stands when the job's turn comes. ``fast`` runs the order in the batch kernel when that gives the
-    same order; otherwise (and with ``fast=False``, the tests' oracle) the reference ``JobQueue`` loop."""
-    leaf_jobs = _leaf_jobs(s)
+    it stands when the job's turn comes: in the batch kernel when that gives the same order, otherwise
+    with ``walk_in_order``."""
+    leaf_jobs = pending_by_leaf(s)
     if not leaf_jobs:
         return
-    if fast and batch.can_visit(s, leaf_jobs):
+    if batch.can_visit(s, leaf_jobs):
         batch.visit(s, leaf_jobs, fn)
         return
+    walk_in_order(s, leaf_jobs, fn)
+
+
+def walk_in_order(s: Session, leaf_jobs: dict[int, list[Job]], fn: Visit) -> None:
+    """``each_pending`` over ``leaf_jobs`` popping a ``JobQueue``, each job once."""
     order, to_place = pending_order(s, leaf_jobs)
     assert order is not None
     while (job := order.pop()) is not None:
@@ -49,13 +56,18 @@ def each_pending(s: Session, fn: Callable[[Job, list[int], Request], None], fast
         order.done(job, False)
 
 
+def job_order_key(s: Session) -> Callable[[Job], tuple]:
+    """``ordering.job_key`` of a job as it stands in session ``s``."""
+    return lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name)
+
+
 def pending_order(
     s: Session, leaf_jobs: dict[int, list[Job]] | None = None
 ) -> tuple[JobQueue | None, Callable[[Job], tuple[list[int], Request]]]:
     """Jobs that still have pods to place, in KAI's queue/job order, and their pods-to-place with request."""
     table = s.table
     if leaf_jobs is None:
-        leaf_jobs = _leaf_jobs(s)
+        leaf_jobs = pending_by_leaf(s)
     requests: dict[str, tuple[list[int], Request]] = {}
 
     def to_place(job: Job) -> tuple[list[int], Request]:
@@ -71,7 +83,7 @@ def pending_order(
         s.shares,
         table.parent,
         leaf_jobs,
-        lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
+        job_order_key(s),
         lambda j: to_place(j)[1],
     )
     return order, to_place
@@ -96,7 +108,7 @@ def each_pending_with_victims(
     s: Session,
     keep: Callable[[Job], bool],
     attempt: Callable[[Session, Job, list[int], Request, dict, set], None],
-    fast: bool = True,
+    walk: Callable[[Session, Visit], None] = each_pending,
 ) -> None:
     """``attempt(s, job, pods, request, running, failed)`` for each pending job with pods to place, while
     some preemptible job that ``keep`` admits runs (``running``: those jobs by leaf queue).
@@ -116,53 +128,25 @@ def each_pending_with_victims(
         if running:
             attempt(s, job, pods, req, running, failed)
 
-    each_pending(s, visit, fast)
+    walk(s, visit)
 
 
 def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
     return (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods))
 
 
-def limit_reason(s: Session, job: Job, req: Request, alloc: list[list[float]] | None = None) -> str | None:
-    """A limit at the leaf or an ancestor that ``req`` would exceed on top of ``alloc`` (default: now)."""
-    table = s.table
-    alloc = s.alloc if alloc is None else alloc
-    for q in table.ancestors[table.index[job.queue]]:
-        for r in range(3):
-            limit = table.limit[q, r]
-            if limit != -1 and req[r] != 0 and alloc[q][r] + req[r] > limit + EPS:
-                return reasons.over_limit(table.names[q], r, limit, alloc[q][r], req[r])
-    return None
-
-
-def quota_reason(s: Session, job: Job, req: Request) -> str | None:
-    """For a non-preemptible job, a quota at the leaf or an ancestor that ``req`` would exceed."""
-    if job.preemptible:
-        return None
-    table = s.table
-    for q in table.ancestors[table.index[job.queue]]:
-        for r in range(3):
-            quota = table.quota[q, r]
-            if quota != -1 and req[r] != 0 and s.alloc_np[q][r] + req[r] > quota + EPS:
-                return reasons.non_preemptible_over_quota(table.names[q], r, quota, s.alloc_np[q][r], req[r])
-    return None
-
-
 class VictimSearch:
     """What reclaim and preempt share: while some job runs, walk the pending jobs and try each.
 
-    Subclasses give ``name`` and ``_attempt``; ``fast=False`` walks with the
-    reference loop (the tests' oracle).
+    Subclasses give ``name`` and ``_attempt``; ``walk`` is how the pending jobs are walked in order.
     """
 
     name = ""
     clock_dependent = True
-
-    def __init__(self, fast: bool = True) -> None:
-        self.fast = fast
+    walk = staticmethod(each_pending)
 
     def run(self, s: Session) -> None:
-        each_pending_with_victims(s, lambda j: True, self._attempt, self.fast)
+        each_pending_with_victims(s, lambda j: True, self._attempt, self.walk)
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

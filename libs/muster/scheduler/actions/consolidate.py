@@ -8,25 +8,26 @@ every victim it evicts lands again. Min-runtime does not apply.
 
 from __future__ import annotations
 
+from muster.tolerances import EPS
+
+from ..capacity import limit_reason, quota_reason
 from ..session import Session
 from ..state import Job
 from . import solver
-from .common import EPS, Request, each_pending_with_victims, limit_reason, quota_reason, shape_key
+from .common import Request, each_pending, each_pending_with_victims, shape_key
 from .victims import victim_order
 
 
 class ConsolidateAction:
-    """``fast=False`` walks the pending jobs with the reference loop (the tests' oracle)."""
+    """``walk`` is how the pending jobs are walked in order."""
 
     name = "consolidate"
     clock_dependent = False
-
-    def __init__(self, fast: bool = True) -> None:
-        self.fast = fast
+    walk = staticmethod(each_pending)
 
     def run(self, s: Session) -> None:
         movable = lambda j: not (j.topology is not None and j.topology.required)  # noqa: E731
-        each_pending_with_victims(s, movable, self._attempt, self.fast)
+        each_pending_with_victims(s, movable, self._attempt, self.walk)
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

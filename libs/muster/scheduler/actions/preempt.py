@@ -8,13 +8,13 @@ queue's allocation first.
 
 from __future__ import annotations
 
+from ..capacity import quota_reason
 from ..session import Session
 from ..state import Job
 from . import solver
 from .common import (
     Request,
     VictimSearch,
-    quota_reason,
     shape_key,
 )
 from .victims import protected, victim_order

@@ -10,20 +10,19 @@ side above it), and if queue ordering is preserved afterwards.
 
 from __future__ import annotations
 
+from muster.tolerances import EPS
+
+from ..capacity import holds_over, over_limit, quota_reason, stays_within
 from ..reasons import RES_NAMES, amount
 from ..session import Session
 from ..state import Job
 from . import solver
 from .common import (
-    EPS,
     Request,
     VictimSearch,
-    quota_reason,
     shape_key,
 )
 from .victims import Unit, protected, victim_order
-
-UNLIMITED = -1.0
 
 
 class ReclaimAction(VictimSearch):
@@ -70,11 +69,9 @@ def _limits_can_clear(s: Session, leaf: int, req: Request, by_leaf: dict) -> boo
     only evictions below a queue lower its allocation (the solver checks the limits exactly)."""
     table = s.table
     for q in table.ancestors[leaf]:
-        for r in range(3):
-            limit = table.limit[q, r]
-            over = limit != -1 and req[r] != 0 and s.alloc[q][r] + req[r] > limit + EPS
-            if over and not any(q in table.ancestors[v] for v in by_leaf):
-                return False
+        over = over_limit(s, (q,), req, s.alloc)[0] >= 0
+        if over and not any(q in table.ancestors[v] for v in by_leaf):
+            return False
     return True
 
 
@@ -94,14 +91,10 @@ def could_give(s: Session, leaf: int, victim_leaf: int, req: Request) -> bool:
     quota while the reclaimer side is within its own."""
     rq, v = split(s, leaf, victim_leaf)
     table, shares, alloc = s.table, s.shares, s.alloc
-    for r in range(3):
-        cap = shares.allocatable[v][r]
-        if cap != UNLIMITED and alloc[v][r] > cap + EPS:
-            return True
-    if all(
-        table.quota[rq, r] == UNLIMITED or alloc[rq][r] + req[r] <= table.quota[rq, r] + EPS for r in range(3)
-    ):
-        return any(table.quota[v, r] != UNLIMITED and alloc[v][r] > table.quota[v, r] + EPS for r in range(3))
+    if any(holds_over(shares.allocatable[v][r], alloc[v][r]) for r in range(3)):
+        return True
+    if all(stays_within(table.quota[rq, r], alloc[rq][r], req[r]) for r in range(3)):
+        return any(holds_over(table.quota[v, r], alloc[v][r]) for r in range(3))
     return False
 
 
@@ -121,20 +114,17 @@ def check(
         text = None
         for r in range(3):
             cap = shares.allocatable[v][r]
-            if cap != UNLIMITED and rem[v][r] > cap + EPS:
+            if holds_over(cap, rem[v][r]):
                 text = (
                     f"fair-share reclaim for {job.name}: queue {names[v]} holds {amount(r, rem[v][r])} "
                     f"{RES_NAMES[r]}, over its fair share of {amount(r, cap)}"
                 )
                 break
         if text is None:
-            within = all(
-                table.quota[rq, r] == UNLIMITED or before[rq][r] + req[r] <= table.quota[rq, r] + EPS
-                for r in range(3)
-            )
+            within = all(stays_within(table.quota[rq, r], before[rq][r], req[r]) for r in range(3))
             for r in range(3):
                 quota = table.quota[v, r]
-                if within and quota != UNLIMITED and rem[v][r] > quota + EPS:
+                if within and holds_over(quota, rem[v][r]):
                     text = (
                         f"quota reclaim for {job.name}: queue {names[rq]} is within its quota and queue "
                         f"{names[v]} holds {amount(r, rem[v][r])} {RES_NAMES[r]}, over its quota of "

@@ -23,13 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ..ordering import JobQueue, job_key
-from ..session import Session
-from ..state import BINDING, BOUND, Job
-from ..statement import Eviction, Statement
-from .victims import Unit
+from muster.tolerances import EPS
 
-EPS = 1e-9
+from ..capacity import over_limit
+from ..gang import pipeline_all
+from ..ordering import JobQueue
+from ..session import Session
+from ..state import Job
+from ..statement import Eviction, Statement
+from .common import job_order_key
+from .victims import Unit
 
 
 @dataclass
@@ -106,7 +109,7 @@ def _simulate(
         s.shares,
         s.table.parent,
         leaf_jobs,
-        lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name),
+        job_order_key(s),
         lambda j: s.request_of(j, to_place[j.name]),
     )
     charged: list[tuple[Job, tuple[float, float, float]]] = []
@@ -156,12 +159,9 @@ def _place_within_limits(
         gpu, cpu, mem = gpu + a[0], cpu + a[1], mem + a[2]
     acct = (gpu, cpu, mem)
     table = s.table
-    for q in table.ancestors[table.index[job.queue]]:
-        for r in range(3):
-            limit = table.limit[q, r]
-            if limit != -1 and acct[r] != 0 and s.alloc[q][r] + acct[r] > limit + EPS:
-                stmt.rollback(cp)
-                return False
+    if over_limit(s, table.ancestors[table.index[job.queue]], acct, s.alloc)[0] >= 0:
+        stmt.rollback(cp)
+        return False
     s.charge(job, acct)
     charged.append((job, acct))
     return True
@@ -171,15 +171,11 @@ def commit(s: Session, job: Job, sol: Solution, reason_of: Callable[[Unit], str]
     """Evictions (each with its reason), then binds: the job's pods, pipelined as KAI does, and moved
     victims, always pipelined behind their own eviction."""
     placements = sol.stmt.placements()
-    mine = [p for p in placements if p[0] is job]
-    bound = sum(1 for st in job.state if st in (BINDING, BOUND))
-    bound += sum(1 for v in s.placed.get(job.name, {}).values() if not v[3])
-    bound += sum(1 for p in mine if not p[5])
-    pipeline_all = any(p[5] for p in mine) and bound < job.min_available
+    whole_gang = pipeline_all(s, job, [p for p in placements if p[0] is job])
     out = []
     for p in placements:
         if p[0] is job:
-            out.append((*p[:5], p[5] or pipeline_all))
+            out.append((*p[:5], p[5] or whole_gang))
         else:
             out.append((*p[:5], True))
     reasons: dict[str, Eviction] = {}
