@@ -11,6 +11,7 @@ it from looking idle.
 from __future__ import annotations
 
 from muster.kernels import placement as pl
+from muster.tolerances import EPS
 
 from .pods import PodReq
 
@@ -49,7 +50,7 @@ def hold(
         # a device index from the log is not trusted to exist on the node
         if 0 <= d < g:
             v = dev[plane, slot, d] + sign * amount
-            dev[plane, slot, d] = 0.0 if v < pl.EPS else v
+            dev[plane, slot, d] = 0.0 if v < EPS else v
 
 
 def move(
