@@ -37,15 +37,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from muster.kernels.share import CPU_ONLY, FRACTION, MEMORY, WHOLE, device_share
+from muster.kernels.share import pod_kind as pod_kind  # callers know the kinds as pl.WHOLE, pl.pod_kind
+
 BINPACK = 0
 SPREAD = 1
 STRATEGIES = {"binpack": BINPACK, "spread": SPREAD}
-
-# pod kinds
-CPU_ONLY = 0
-WHOLE = 1
-FRACTION = 2
-MEMORY = 3
 
 # columns of NodeArrays.ints
 N_GPUS, N_DEV_MEM, N_CPU_CAP, N_CPU_USED, N_CPU_REL, N_MEM_CAP, N_MEM_USED, N_MEM_REL, N_RANK = range(9)
@@ -97,19 +94,6 @@ def empty_nodes(n: int, max_gpus: int, n_ext: int = 0) -> NodeArrays:
         dev=np.zeros((3, n, max_gpus), dtype=np.float64),
         ext=np.zeros((3, n, n_ext), dtype=np.int64),
     )
-
-
-def pod_kind(gpu: float, gpu_memory: int) -> int:
-    """CPU_ONLY, WHOLE, FRACTION or MEMORY for a pod's gpu request; raises ValueError if invalid."""
-    if gpu_memory > 0:
-        return MEMORY
-    if gpu <= 0:
-        return CPU_ONLY
-    if gpu < 1:
-        return FRACTION
-    if gpu != int(gpu):
-        raise ValueError(f"gpu: a request above 1 must be a whole number of devices, got {gpu}")
-    return WHOLE
 
 
 def place(
@@ -218,15 +202,6 @@ def _free_whole(dev, n, gpus):
 
 
 @njit(cache=True)
-def _pod_share(kind, share, gpu_mem, dev_mem):
-    if kind == FRACTION:
-        return share
-    if dev_mem <= 0:
-        return -1.0
-    return gpu_mem / dev_mem
-
-
-@njit(cache=True)
 def _fits_rest(ints, ext, n, cpu, mem, pext, idle):
     """cpu, memory and extended resources fit on node n (on idle resources when ``idle``)."""
     c = ints[n, N_CPU_USED] + cpu
@@ -289,7 +264,7 @@ def _evaluate(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg
         fits_idle = idle_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, True)
         fits_free = fits_idle or (free_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, False))
     else:
-        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        need = device_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
         if need < 0.0 or need > 1.0 + EPS:
             return False, 0, 0.0
         fits_idle = _device_fit(dev, n, gpus, need, True) and _fits_rest(ints, ext, n, cpu, mem, pext, True)
@@ -368,7 +343,7 @@ def _commit(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, 
                 taken += 1
         out_share[i] = 0.0
     elif kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
-        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        need = device_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
         best = -1
         best_score = 0.0
         best_idle = False
@@ -736,7 +711,7 @@ def _best_fraction_indexed(
         most = 0  # the largest device memory gives the smallest share
         for n in range(ints.shape[0]):
             most = max(most, ints[n, N_DEV_MEM])
-        need = gpu_mem / most if most > 0 else 0.0
+        need = max(device_share(kind, share, gpu_mem, most), 0.0)
     k = int((need - MARGIN) * SHARED_ROWS)  # the largest k with k / SHARED_ROWS <= need - MARGIN
     shared = bits.shape[0] - SHARED_ROWS + min(max(k, 0), SHARED_ROWS - 1)
     for w in range(bits.shape[1] if sg == BINPACK else 0):
@@ -1153,7 +1128,7 @@ def _commit_on(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d
     out_dev[i, :] = -1
     out_share[i] = 0.0
     if kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
-        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        need = device_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
         gpus = ints[n, N_GPUS]
         # on idle resources whenever the node has them, as _commit does
         idle = _fits_rest(ints, ext, n, cpu, mem, pext, True) and _device_fit(dev, n, gpus, need, True)
