@@ -143,25 +143,25 @@ def _fair_share(tree, queues, total, k, out):
 
 
 @njit(cache=True)
-def _requestable(q, r, queues):
-    if queues.limit[q, r] == -1.0:
-        return queues.request[q, r]
-    return min(queues.limit[q, r], queues.request[q, r])
+def _requestable(q, r, limit, request):
+    if limit[q, r] == -1.0:
+        return request[q, r]
+    return min(limit[q, r], request[q, r])
 
 
 @njit(cache=True)
-def _remaining_requested(q, r, queues, out):
-    req = _requestable(q, r, queues)
+def _remaining_requested(q, r, limit, request, out):
+    req = _requestable(q, r, limit, request)
     if req < out[q, r]:
         return 0.0
     return req - out[q, r]
 
 
 @njit(cache=True)
-def _satisfied(q, r, queues, out):
-    if queues.request[q, r] <= out[q, r]:
+def _satisfied(q, r, limit, request, out):
+    if request[q, r] <= out[q, r]:
         return True
-    return queues.limit[q, r] != -1.0 and queues.limit[q, r] <= out[q, r]
+    return limit[q, r] != -1.0 and limit[q, r] <= out[q, r]
 
 
 @njit(cache=True)
@@ -175,7 +175,7 @@ def _divide(members, amount, r, queues, k, out):
         deserved = queues.quota[q, r]
         if deserved == -1.0:
             deserved = amount
-        give = min(deserved, _requestable(q, r, queues))
+        give = min(deserved, _requestable(q, r, queues.limit, queues.request))
         out[q, r] += give
         left -= give
     if left <= 0.0:
@@ -210,9 +210,12 @@ def _divide(members, amount, r, queues, k, out):
 @njit(cache=True)
 def _up_to_fair_share(members, p, left, r, queues, k, out, remainder, has_remainder):
     """The over-quota rounds of priority group p; returns what is left."""
+    # the per-queue helpers take the arrays they read: the loops below run them per queue and round
     priority = queues.priority
     weight = queues.weight
     usage = queues.usage
+    limit = queues.limit
+    request = queues.request
     m = members.shape[0]
     share_w = np.zeros(m, dtype=np.float64)
     while True:
@@ -221,7 +224,7 @@ def _up_to_fair_share(members, p, left, r, queues, k, out, remainder, has_remain
         total_w = 0.0
         for i in range(m):
             q = members[i]
-            if priority[q] == p and _remaining_requested(q, r, queues, out) > 0.0:
+            if priority[q] == p and _remaining_requested(q, r, limit, request, out) > 0.0:
                 total_w += weight[q, r]
         if total_w == 0.0:
             break
@@ -229,7 +232,7 @@ def _up_to_fair_share(members, p, left, r, queues, k, out, remainder, has_remain
         for i in range(m):
             q = members[i]
             share_w[i] = 0.0
-            if priority[q] != p or _satisfied(q, r, queues, out):
+            if priority[q] != p or _satisfied(q, r, limit, request, out):
                 continue
             nw = weight[q, r] / total_w
             share_w[i] = max(0.0, nw + k * (nw - usage[q, r]))
@@ -242,9 +245,9 @@ def _up_to_fair_share(members, p, left, r, queues, k, out, remainder, has_remain
                 continue
             if left == 0.0:
                 break
-            if _satisfied(q, r, queues, out):
+            if _satisfied(q, r, limit, request, out):
                 continue
-            requested = _remaining_requested(q, r, queues, out)
+            requested = _remaining_requested(q, r, limit, request, out)
             if weight[q, r] == 0.0:
                 continue
             portion = round_amount * (share_w[i] / w_sum)

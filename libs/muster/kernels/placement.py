@@ -28,6 +28,10 @@ free GPUs, each bucket a bitset in rank order, so the best node is the first
 feasible set bit of the best bucket; the result is identical to the scan.
 Fractions and gpu-memory pods use it too, after the nodes with shared
 devices; cpu-only pods are still scanned.
+
+The jitted cores take the NamedTuples whole: ``NodeArrays``, ``PodArrays``,
+``GpuIndex``, ``Placement`` for what they write, and a pod's ``Request``,
+which they read out of ``PodArrays`` themselves (``_request``).
 """
 
 from __future__ import annotations
@@ -176,18 +180,17 @@ def _free_whole(dev, n, gpus):
 
 
 @njit(cache=True)
-def _fits_rest(nodes, n, req, idle):
+def _fits_rest(ints, ext, n, cpu, mem, pext, idle):
     """cpu, memory and extended resources fit on node n (on idle resources when ``idle``)."""
-    ints = nodes.ints
-    ext = nodes.ext
-    c = ints[n, N_CPU_USED] + req.cpu
-    m = ints[n, N_MEM_USED] + req.mem
+    # arrays, not the NamedTuples: taking an array out of a tuple costs a reference count, and the
+    # per-node helpers run for every node a pod is tried on
+    c = ints[n, N_CPU_USED] + cpu
+    m = ints[n, N_MEM_USED] + mem
     if idle:
         c += ints[n, N_CPU_REL]
         m += ints[n, N_MEM_REL]
     if c > ints[n, N_CPU_CAP] or m > ints[n, N_MEM_CAP]:
         return False
-    pext = req.ext
     for e in range(pext.shape[0]):
         if pext[e] == 0:
             continue
@@ -225,30 +228,34 @@ def _device_fit(dev, n, gpus, need, idle):
 
 
 @njit(cache=True)
-def _evaluate(nodes, n, req, sg, sc):
-    """(feasible, tier, key) of a pod on node n: higher tier, then higher key, is better."""
-    ints = nodes.ints
-    dev = nodes.dev
+def _evaluate(ints, dev, ext, n, req, sg, sc):
+    """(feasible, tier, key) of a pod on node n (of NodeArrays ints, dev, ext): higher tier, then higher key,
+    is better."""
     kind = req.kind
+    cpu = req.cpu
+    mem = req.mem
+    pext = req.ext
     gpus = ints[n, N_GPUS]
     fits_idle = False
     fits_free = False
     tier = 0
     if kind == CPU_ONLY:
-        fits_idle = _fits_rest(nodes, n, req, True)
-        fits_free = fits_idle or _fits_rest(nodes, n, req, False)
+        fits_idle = _fits_rest(ints, ext, n, cpu, mem, pext, True)
+        fits_free = fits_idle or _fits_rest(ints, ext, n, cpu, mem, pext, False)
         if gpus == 0:
             tier += 10
     elif kind == WHOLE:
         idle_w, free_w = _free_whole(dev, n, gpus)
-        fits_idle = idle_w >= req.whole and _fits_rest(nodes, n, req, True)
-        fits_free = fits_idle or (free_w >= req.whole and _fits_rest(nodes, n, req, False))
+        fits_idle = idle_w >= req.whole and _fits_rest(ints, ext, n, cpu, mem, pext, True)
+        fits_free = fits_idle or (free_w >= req.whole and _fits_rest(ints, ext, n, cpu, mem, pext, False))
     else:
         need = device_share(kind, req.share, req.gpu_mem, ints[n, N_DEV_MEM])
         if need < 0.0 or need > 1.0 + EPS:
             return False, 0, 0.0
-        fits_idle = _device_fit(dev, n, gpus, need, True) and _fits_rest(nodes, n, req, True)
-        fits_free = fits_idle or (_device_fit(dev, n, gpus, need, False) and _fits_rest(nodes, n, req, False))
+        fits_idle = _device_fit(dev, n, gpus, need, True) and _fits_rest(ints, ext, n, cpu, mem, pext, True)
+        fits_free = fits_idle or (
+            _device_fit(dev, n, gpus, need, False) and _fits_rest(ints, ext, n, cpu, mem, pext, False)
+        )
         if fits_free and sg == BINPACK and _shared_fit(dev, n, gpus, need, False):
             tier += 1000
     if not fits_free:
@@ -271,7 +278,7 @@ def _evaluate(nodes, n, req, sg, sc):
 @njit(cache=True)
 def _scan_best(nodes, elig, req, sg, sc):
     """The best node for the pod by scanning every eligible node, -1 if it fits nowhere."""
-    ints = nodes.ints
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     best = -1
     best_tier = -1
     best_key = 0.0
@@ -279,7 +286,7 @@ def _scan_best(nodes, elig, req, sg, sc):
     for n in range(ints.shape[0]):
         if not elig[n]:
             continue
-        ok, tier, key = _evaluate(nodes, n, req, sg, sc)
+        ok, tier, key = _evaluate(ints, dev, ext, n, req, sg, sc)
         if not ok:
             continue
         rank = ints[n, N_RANK]
@@ -308,8 +315,11 @@ def _apply(nodes, n, req, sg, out_devices, out_share, i):
     ext = nodes.ext
     kind = req.kind
     whole = req.whole
+    cpu = req.cpu
+    mem = req.mem
+    pext = req.ext
     gpus = ints[n, N_GPUS]
-    idle = _fits_rest(nodes, n, req, True)
+    idle = _fits_rest(ints, ext, n, cpu, mem, pext, True)
     if kind == WHOLE:
         idle_w, _ = _free_whole(dev, n, gpus)
         idle = idle and idle_w >= whole
@@ -361,9 +371,8 @@ def _apply(nodes, n, req, sg, out_devices, out_share, i):
         dev[D_FRAC, n, best] += 1.0
         out_devices[i, 0] = best
         out_share[i] = need
-    ints[n, N_CPU_USED] += req.cpu
-    ints[n, N_MEM_USED] += req.mem
-    pext = req.ext
+    ints[n, N_CPU_USED] += cpu
+    ints[n, N_MEM_USED] += mem
     for e in range(pext.shape[0]):
         ext[E_USED, n, e] += pext[e]
     return not idle
@@ -539,7 +548,9 @@ def _refile(ints, dev, n, index):
 @njit(cache=True)
 def _first_fit_in_bucket(index, b, nodes, elig, req, idle, below_rank):
     """Lowest-rank node of bucket b, rank < below_rank, where the whole-GPU pod fits."""
-    bits = index.bits
+    bits, node_of = index.bits, index.node_of_rank
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    whole, cpu, mem, pext = req.whole, req.cpu, req.mem, req.ext
     for w in range(bits.shape[1]):
         word = bits[b, w]
         while word != 0:
@@ -548,14 +559,14 @@ def _first_fit_in_bucket(index, b, nodes, elig, req, idle, below_rank):
             if r >= below_rank:
                 return -1
             word ^= low
-            n = index.node_of_rank[r]
+            n = node_of[r]
             if not elig[n]:
                 continue
-            idle_w, free_w = _free_whole(nodes.dev, n, nodes.ints[n, N_GPUS])
+            idle_w, free_w = _free_whole(dev, n, ints[n, N_GPUS])
             if idle:
-                if idle_w >= req.whole and _fits_rest(nodes, n, req, True):
+                if idle_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, True):
                     return n
-            elif free_w >= req.whole and _fits_rest(nodes, n, req, False):
+            elif free_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, False):
                 return n
     return -1
 
@@ -606,7 +617,8 @@ def _better(tier, key, rank, best, best_tier, best_key, best_rank):
 def _first_fraction_fit_in_bucket(index, b, shared, among, nodes, elig, req, sg, sc, idle, below):
     """Lowest-rank node of bucket b, rank < below, where the pod fits (idle: with the idle tier), among
     (ALL) its nodes, (ONLY) those of row ``shared`` or (EXCEPT) the others."""
-    bits = index.bits
+    bits, node_of = index.bits, index.node_of_rank
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     for w in range(bits.shape[1]):
         word = bits[b, w]
         if among == ONLY:
@@ -619,10 +631,10 @@ def _first_fraction_fit_in_bucket(index, b, shared, among, nodes, elig, req, sg,
             if r >= below:
                 return -1
             word ^= low
-            n = index.node_of_rank[r]
+            n = node_of[r]
             if not elig[n]:
                 continue
-            ok, tier, _ = _evaluate(nodes, n, req, sg, sc)
+            ok, tier, _ = _evaluate(ints, dev, ext, n, req, sg, sc)
             if ok and (tier >= 100 or not idle):
                 return n
     return -1
@@ -635,8 +647,8 @@ def _indexed_best_fraction(nodes, elig, req, sg, sc, index):
     100 and its key that of its bucket, so the best of those is the lowest rank of the best class. Under
     binpack a node with such a shared device may score +1000 and is evaluated one by one; under spread
     it scores like the others and joins the class search, in every bucket."""
-    ints = nodes.ints
-    bits = index.bits
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    bits, node_of = index.bits, index.node_of_rank
     best = -1
     best_tier = -1
     best_key = 0.0
@@ -655,10 +667,10 @@ def _indexed_best_fraction(nodes, elig, req, sg, sc, index):
             low = word & (~word + np.uint64(1))
             r = w * 64 + _bit_index(low)
             word ^= low
-            n = index.node_of_rank[r]
+            n = node_of[r]
             if not elig[n]:
                 continue
-            ok, tier, key = _evaluate(nodes, n, req, sg, sc)
+            ok, tier, key = _evaluate(ints, dev, ext, n, req, sg, sc)
             if ok and _better(tier, key, ints[n, N_RANK], best, best_tier, best_key, best_rank):
                 best, best_tier, best_key, best_rank = n, tier, key, ints[n, N_RANK]
     g1 = nodes.dev.shape[2] + 1
@@ -690,7 +702,7 @@ def _indexed_best_fraction(nodes, elig, req, sg, sc, index):
         if other >= 0:
             break
     if other >= 0:
-        ok, tier, key = _evaluate(nodes, other, req, sg, sc)
+        ok, tier, key = _evaluate(ints, dev, ext, other, req, sg, sc)
         if _better(tier, key, ints[other, N_RANK], best, best_tier, best_key, best_rank):
             best = other
     return best
@@ -726,7 +738,7 @@ def room(nodes: NodeArrays, pods: PodArrays, row: int, limit: int) -> np.ndarray
 @njit(cache=True)
 def _binpack_fit(nodes, n, req):
     """(feasible, tier) of the pod on node n, as binpack ranks it."""
-    ok, tier, _ = _evaluate(nodes, n, req, BINPACK, BINPACK)
+    ok, tier, _ = _evaluate(nodes.ints, nodes.dev, nodes.ext, n, req, BINPACK, BINPACK)
     return ok, tier
 
 
@@ -918,7 +930,9 @@ def _apply_on(nodes, pods, row, n, d, out, i):
         need = device_share(req.kind, req.share, req.gpu_mem, ints[n, N_DEV_MEM])
         gpus = ints[n, N_GPUS]
         # on idle resources whenever the node has them, as _apply does
-        idle = _fits_rest(nodes, n, req, True) and _device_fit(dev, n, gpus, need, True)
+        idle = _fits_rest(ints, nodes.ext, n, req.cpu, req.mem, req.ext, True) and _device_fit(
+            dev, n, gpus, need, True
+        )
         if d < gpus and _device_fits(dev, n, d, need, idle):
             dev[D_USED, n, d] += need
             dev[D_FRAC, n, d] += 1.0
@@ -950,7 +964,7 @@ def _best_whole_indexed(
 ):
     req = Request(np.int64(WHOLE), whole, 0.0, np.int64(0), cpu, mem, pext)
     # bucket_of and the strategy are not read when choosing
-    index = GpuIndex(bits, counts, counts, node_of, class_start, class_buckets, BINPACK)
+    index = GpuIndex(bits, counts, counts, node_of, class_start, class_buckets, np.int64(BINPACK))
     return _indexed_best_whole(NodeArrays(ints, dev, ext), elig, req, index)
 
 
