@@ -485,23 +485,24 @@ def _stranded_row(cpu_free, mem_free, row, model, shapes, dev, take):
 
 
 @njit(cache=True)
-def _measure(scoring, cpu_free, mem_free, row, model, dev, take):
-    shapes = scoring.shapes
-    if scoring.code == FGD_PACK:
+def _measure(code, knobs, shapes, cpu_free, mem_free, row, model, dev, take):
+    # code, knobs and shapes rather than the Scoring: this runs per device tried, and taking the
+    # shapes out of a Scoring costs a reference count per array each time
+    if code == FGD_PACK:
         s = _stranded_row(cpu_free, mem_free, row, model, shapes, dev, take)
-        if scoring.knobs[4] != 0.0:
-            s += scoring.knobs[4] * _frag_row(cpu_free, row, model, shapes, dev, take)
+        if knobs[4] != 0.0:
+            s += knobs[4] * _frag_row(cpu_free, row, model, shapes, dev, take)
         return s
     return _frag_row(cpu_free, row, model, shapes, dev, take)
 
 
 @njit(cache=True)
 def _frag(scoring, cpu_free, mem_free, row, model):
-    return _measure(scoring, cpu_free, mem_free, row, model, -1, 0)
+    return _measure(scoring.code, scoring.knobs, scoring.shapes, cpu_free, mem_free, row, model, -1, 0)
 
 
 @njit(cache=True)
-def _frag_whole(scoring, cpu_free, mem_free, row, model, k):
+def _frag_whole(code, knobs, shapes, cpu_free, mem_free, row, model, k):
     """Fragmentation after taking the `k` lowest-numbered idle devices."""
     tmp = row.copy()
     left = k
@@ -511,7 +512,7 @@ def _frag_whole(scoring, cpu_free, mem_free, row, model, k):
         if tmp[d] == 1000:
             tmp[d] = 0
             left -= 1
-    return _measure(scoring, cpu_free, mem_free, tmp, model, -1, 0)
+    return _measure(code, knobs, shapes, cpu_free, mem_free, tmp, model, -1, 0)
 
 
 @njit(cache=True)
@@ -581,9 +582,9 @@ def _packing_score(row, k, m):
 
 
 @njit(cache=True)
-def _node_score(scoring, nodes, n, frag_now, pod, max_cpu, max_gpu):
-    code = scoring.code
-    knobs = scoring.knobs
+def _node_score(code, knobs, shapes, pressure, nodes, n, frag_now, pod, max_cpu, max_gpu):
+    # the Scoring's fields one by one: this runs per node, and taking arrays out of a tuple costs
+    # a reference count per array each time
     cpu = pod.cpu
     k = pod.num_gpu
     m = pod.gpu_milli
@@ -622,21 +623,21 @@ def _node_score(scoring, nodes, n, frag_now, pod, max_cpu, max_gpu):
     mf = nodes.mem_free[n] - pod.mem
     model = nodes.model[n]
     if k == 0:
-        inc = _frag(scoring, cf, mf, row, model) - frag_now
+        inc = _measure(code, knobs, shapes, cf, mf, row, model, -1, 0) - frag_now
     elif m < 1000:
         inc = 1e300
         for d in range(row.shape[0]):
             if row[d] >= m:
-                v = _measure(scoring, cf, mf, row, model, d, m) - frag_now
+                v = _measure(code, knobs, shapes, cf, mf, row, model, d, m) - frag_now
                 if v < inc:
                     inc = v
     else:
-        inc = _frag_whole(scoring, cf, mf, row, model, k) - frag_now
+        inc = _frag_whole(code, knobs, shapes, cf, mf, row, model, k) - frag_now
     if code == FGD:
         return _sigmoid_score(inc)
     # taking GPUs of a model that constrained shapes need costs in proportion
     # to how much of that model they would need
-    inc += knobs[5] * scoring.pressure[model] * k * m
+    inc += knobs[5] * pressure[model] * k * m
     # fgd-pack: the increase in buckets of knobs[0] milli (0: FGD's whole-number
     # sigmoid), then the knob-weighted tie-breaks, all of them keeping nodes full.
     primary = np.floor(-inc / knobs[0]) if knobs[0] > 0 else _sigmoid_score(inc)
@@ -649,8 +650,7 @@ def _node_score(scoring, nodes, n, frag_now, pod, max_cpu, max_gpu):
 
 
 @njit(cache=True)
-def _pick_devices(scoring, nodes, n, frag_now, pod, u1, out):
-    code = scoring.code
+def _pick_devices(code, knobs, shapes, nodes, n, frag_now, pod, u1, out):
     k = pod.num_gpu
     m = pod.gpu_milli
     row = nodes.dev_free[n]
@@ -687,7 +687,7 @@ def _pick_devices(scoring, nodes, n, frag_now, pod, u1, out):
         best_v = 0.0
         for d in range(row.shape[0]):
             if row[d] >= m:
-                v = _measure(scoring, cf, nodes.mem_free[n] - pod.mem, row, nodes.model[n], d, m)
+                v = _measure(code, knobs, shapes, cf, nodes.mem_free[n] - pod.mem, row, nodes.model[n], d, m)
                 if code == FGD:
                     v = -_sigmoid_score(v - frag_now)
                 if best < 0 or v < best_v:
@@ -704,7 +704,8 @@ def _pick_devices(scoring, nodes, n, frag_now, pod, u1, out):
 def _choose(scoring, nodes, frag, pod, u0, u1, out):
     """The node for ``pod`` (its devices written to ``out``), -1 if it fits nowhere; u0, u1 uniforms."""
     n_nodes = nodes.cpu_free.shape[0]
-    if scoring.code == RANDOM:
+    code, knobs, shapes, pressure = scoring.code, scoring.knobs, scoring.shapes, scoring.pressure
+    if code == RANDOM:
         cnt = 0
         for n in range(n_nodes):
             if _fits(nodes, n, pod):
@@ -715,7 +716,7 @@ def _choose(scoring, nodes, frag, pod, u0, u1, out):
         for n in range(n_nodes):
             if _fits(nodes, n, pod):
                 if target == 0:
-                    _pick_devices(scoring, nodes, n, 0.0, pod, u1, out)
+                    _pick_devices(code, knobs, shapes, nodes, n, 0.0, pod, u1, out)
                     return n
                 target -= 1
         return -1
@@ -743,12 +744,12 @@ def _choose(scoring, nodes, frag, pod, u0, u1, out):
             if seen[nodes.kind[n]]:
                 continue
             seen[nodes.kind[n]] = True
-        s = _node_score(scoring, nodes, n, frag[n], pod, max_cpu, max_gpu)
+        s = _node_score(code, knobs, shapes, pressure, nodes, n, frag[n], pod, max_cpu, max_gpu)
         if best < 0 or s > best_s:
             best = n
             best_s = s
     if best >= 0:
-        _pick_devices(scoring, nodes, best, frag[best], pod, u1, out)
+        _pick_devices(code, knobs, shapes, nodes, best, frag[best], pod, u1, out)
     return best
 
 
