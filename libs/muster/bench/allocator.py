@@ -54,24 +54,10 @@ def bench_fair_share(n: int, runs: int) -> dict:
     queues = _queues(n)
     total = np.array([n * 8.0, n * 64000.0, n * 512.0 * GI])
     t = _median(lambda: fairshare.fair_share(queues, total), runs)
-    child_start, child_idx, top = fairshare._children(queues.parent)
+    tree = fairshare._children(queues.parent)
 
     def naive() -> None:
-        out = np.zeros((n, 3))
-        fairshare._fair_share.py_func(
-            child_start,
-            child_idx,
-            top,
-            queues.priority,
-            queues.quota,
-            queues.limit,
-            queues.weight,
-            queues.request,
-            queues.usage,
-            total,
-            1.0,
-            out,
-        )
+        fairshare._fair_share.py_func(tree, queues, total, 1.0, np.zeros((n, 3)))
 
     _patch_python(True)
     try:

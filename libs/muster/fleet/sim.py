@@ -32,6 +32,8 @@ from typing import Any
 
 from muster import events as ev
 from muster.agent.plan import is_agent_node
+from muster.kernels.share import FRACTION, MEMORY, UNKNOWN_SHARE, pod_kind
+from muster.kernels.share import device_share as share_of_device
 from muster.tolerances import EPS
 
 _BIND, _EVICT = "bind", "evict"
@@ -101,19 +103,29 @@ class _Adoption:
     """Where the request came from: the answer goes back there, even for a node the fleet lacks."""
 
 
+def invalid_request(request: ev.Resources) -> str:
+    """Why the allocator refuses to place a pod asking for ``request`` ('' when it does not)."""
+    try:
+        pod_kind(request.gpu, request.gpu_memory)
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
 def is_shared(request: ev.Resources) -> bool:
-    """Whether the pod takes part of one device rather than whole devices."""
-    return 0 < request.gpu < 1 or (request.gpu == 0 and request.gpu_memory > 0)
+    """Whether the pod takes part of one device rather than whole devices (False for an invalid request)."""
+    try:
+        return pod_kind(request.gpu, request.gpu_memory) in (FRACTION, MEMORY)
+    except ValueError:
+        return False
 
 
 def device_share(request: ev.Resources, node: ev.NodeSpec) -> float | None:
     """The fraction of one device a shared pod needs on ``node``; ``None``
     when the node cannot say (a gpu_memory pod on a node without gpu_memory)."""
-    if request.gpu > 0:
-        return request.gpu
-    if node.resources.gpu_memory <= 0:
-        return None
-    return request.gpu_memory / node.resources.gpu_memory
+    kind = pod_kind(request.gpu, request.gpu_memory)
+    got = share_of_device(kind, float(request.gpu), int(request.gpu_memory), int(node.resources.gpu_memory))
+    return None if got == UNKNOWN_SHARE else got
 
 
 class SimFleet:
@@ -390,6 +402,9 @@ class SimFleet:
         if pod is None:
             return f"no pod {bind.pod} in job {bind.job}"
         request, shared = pod
+        invalid = invalid_request(request)
+        if invalid:
+            return f"invalid pod request: {invalid}"
         cap = node.spec.resources
         if node.cpu + request.cpu > cap.cpu:
             return f"node {bind.node} has not enough cpu"

@@ -40,31 +40,45 @@ class QueueArrays(NamedTuple):
     usage: np.ndarray  # float64[Q, 3]: historical usage / capacity, 0 without history
 
 
+class QueueTree(NamedTuple):
+    """Who divides among whom: the children of each queue in index order (CSR), and the top-level queues."""
+
+    child_start: np.ndarray  # int64[Q + 1]: children of q are child_idx[child_start[q]:child_start[q + 1]]
+    child_idx: np.ndarray  # int64[C]
+    top: np.ndarray  # int64[T]
+
+
 def fair_share(queues: QueueArrays, total: np.ndarray, k: float = 1.0) -> np.ndarray:
     """Fair share per queue and resource (float64[Q, 3]) of ``total`` (float64[3])."""
+    queues = _contiguous(queues)
+    n = queues.parent.shape[0]
+    total = np.ascontiguousarray(total, dtype=np.float64)
+    if total.shape != (3,):
+        raise ValueError(f"total: expected shape (3,), got {total.shape}")
+    out = np.zeros((n, 3), dtype=np.float64)
+    _fair_share(_children(queues.parent), queues, total, float(k), out)
+    return out
+
+
+def _contiguous(queues: QueueArrays) -> QueueArrays:
+    """``queues`` as the kernel reads them (contiguous, int64 and float64); raises ValueError naming a bad field."""
     parent = np.ascontiguousarray(queues.parent, dtype=np.int64)
     n = parent.shape[0]
     priority = np.ascontiguousarray(queues.priority, dtype=np.int64)
-    arrays = []
+    arrays = {}
     for name in ("quota", "limit", "weight", "request", "usage"):
         a = np.ascontiguousarray(getattr(queues, name), dtype=np.float64)
         if a.shape != (n, 3):
             raise ValueError(f"queues.{name}: expected shape ({n}, 3), got {a.shape}")
-        arrays.append(a)
+        arrays[name] = a
     if priority.shape != (n,):
         raise ValueError(f"queues.priority: expected shape ({n},), got {priority.shape}")
-    total = np.ascontiguousarray(total, dtype=np.float64)
-    if total.shape != (3,):
-        raise ValueError(f"total: expected shape (3,), got {total.shape}")
     if n and (parent.min() < -1 or parent.max() >= n):
         raise ValueError("queues.parent: index out of range")
-    child_start, child_idx, top = _children(parent)
-    out = np.zeros((n, 3), dtype=np.float64)
-    _fair_share(child_start, child_idx, top, priority, *arrays, total, float(k), out)
-    return out
+    return QueueArrays(parent=parent, priority=priority, **arrays)
 
 
-def _children(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _children(parent: np.ndarray) -> QueueTree:
     """Children of each queue in index order (CSR), the top-level queues; rejects cycles."""
     n = parent.shape[0]
     bad = _find_cycle(parent)
@@ -77,7 +91,7 @@ def _children(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # a stable sort by parent keeps siblings in index (creation) order
     child_idx = np.argsort(np.where(parent >= 0, parent, n), kind="stable")[: inner.size].astype(np.int64)
     top = np.flatnonzero(parent == -1).astype(np.int64)
-    return child_start, child_idx, top
+    return QueueTree(child_start, child_idx, top)
 
 
 @njit(cache=True)
@@ -100,27 +114,28 @@ def _find_cycle(parent):
 
 
 @njit(cache=True)
-def _fair_share(child_start, child_idx, top, priority, quota, limit, weight, request, usage, total, k, out):
-    n = priority.shape[0]
+def _fair_share(tree, queues, total, k, out):
+    n = queues.priority.shape[0]
+    top = tree.top
     # breadth-first: each queue divides its own fair share among its children once it is known
     pending = np.empty(n + 1, dtype=np.int64)
     head = 0
     tail = 0
     for r in range(3):
-        _divide(top, total[r], r, priority, quota, limit, weight, request, usage, k, out)
+        _divide(top, total[r], r, queues, k, out)
     for i in range(top.shape[0]):
         pending[tail] = top[i]
         tail += 1
     while head < tail:
         q = pending[head]
         head += 1
-        lo = child_start[q]
-        hi = child_start[q + 1]
+        lo = tree.child_start[q]
+        hi = tree.child_start[q + 1]
         if hi == lo:
             continue
-        members = child_idx[lo:hi]
+        members = tree.child_idx[lo:hi]
         for r in range(3):
-            _divide(members, out[q, r], r, priority, quota, limit, weight, request, usage, k, out)
+            _divide(members, out[q, r], r, queues, k, out)
         for i in range(members.shape[0]):
             pending[tail] = members[i]
             tail += 1
@@ -149,15 +164,17 @@ def _satisfied(q, r, limit, request, out):
 
 
 @njit(cache=True)
-def _divide(members, amount, r, priority, quota, limit, weight, request, usage, k, out):
+def _divide(members, amount, r, queues, k, out):
+    """Divide ``amount`` of resource r among ``members`` (siblings in creation order), adding to ``out``."""
+    priority = queues.priority
     m = members.shape[0]
     left = amount
     for i in range(m):
         q = members[i]
-        deserved = quota[q, r]
+        deserved = queues.quota[q, r]
         if deserved == -1.0:
             deserved = amount
-        give = min(deserved, _requestable(q, r, limit, request))
+        give = min(deserved, _requestable(q, r, queues.limit, queues.request))
         out[q, r] += give
         left -= give
     if left <= 0.0:
@@ -166,9 +183,7 @@ def _divide(members, amount, r, priority, quota, limit, weight, request, usage, 
     remainder = np.zeros(m, dtype=np.float64)
     has_remainder = np.zeros(m, dtype=np.bool_)
     for p in prios:
-        left = _up_to_fair_share(
-            members, p, left, r, priority, limit, weight, request, usage, k, out, remainder, has_remainder
-        )
+        left = _up_to_fair_share(members, p, left, r, queues, k, out, remainder, has_remainder)
     for p in prios:
         if left <= 0.0:
             break
@@ -192,9 +207,14 @@ def _divide(members, amount, r, priority, quota, limit, weight, request, usage, 
 
 
 @njit(cache=True)
-def _up_to_fair_share(
-    members, p, left, r, priority, limit, weight, request, usage, k, out, remainder, has_remainder
-):
+def _up_to_fair_share(members, p, left, r, queues, k, out, remainder, has_remainder):
+    """The over-quota rounds of priority group p; returns what is left."""
+    # the per-queue helpers take the arrays they read: the loops below run them per queue and round
+    priority = queues.priority
+    weight = queues.weight
+    usage = queues.usage
+    limit = queues.limit
+    request = queues.request
     m = members.shape[0]
     share_w = np.zeros(m, dtype=np.float64)
     while True:

@@ -30,6 +30,10 @@ free GPUs, each bucket a bitset in rank order, so the best node is the first
 feasible set bit of the best bucket; the result is identical to the scan.
 Fractions and gpu-memory pods use it too, after the nodes with shared
 devices; cpu-only pods are still scanned.
+
+The jitted cores take the NamedTuples whole: ``NodeArrays``, ``PodArrays``,
+``GpuIndex``, ``Placement`` for what they write, and a pod's ``Request``,
+which they read out of ``PodArrays`` themselves (``_request``).
 """
 
 from __future__ import annotations
@@ -39,17 +43,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from muster.kernels.share import CPU_ONLY, FRACTION, MEMORY, WHOLE, device_share
+from muster.kernels.share import pod_kind as pod_kind  # callers know the kinds as pl.WHOLE, pl.pod_kind
 from muster.tolerances import EPS
 
 BINPACK = 0
 SPREAD = 1
 STRATEGIES = {"binpack": BINPACK, "spread": SPREAD}
-
-# pod kinds
-CPU_ONLY = 0
-WHOLE = 1
-FRACTION = 2
-MEMORY = 3
 
 # columns of NodeArrays.ints
 N_GPUS, N_DEV_MEM, N_CPU_CAP, N_CPU_USED, N_CPU_REL, N_MEM_CAP, N_MEM_USED, N_MEM_REL, N_RANK = range(9)
@@ -92,6 +92,18 @@ class Placement(NamedTuple):
     pipelined: np.ndarray  # bool[P]
 
 
+class Request(NamedTuple):
+    """What one pod asks for, as the jitted cores read it: one row of ``PodArrays`` (see ``_request``)."""
+
+    kind: int
+    whole: int  # whole devices (WHOLE pods)
+    share: float  # fraction of one device (FRACTION pods)
+    gpu_mem: int  # bytes of one device (MEMORY pods)
+    cpu: int
+    mem: int
+    ext: np.ndarray  # int64[E]
+
+
 def empty_nodes(n: int, max_gpus: int, n_ext: int = 0) -> NodeArrays:
     """Zeroed arrays for ``n`` node slots."""
     return NodeArrays(
@@ -99,19 +111,6 @@ def empty_nodes(n: int, max_gpus: int, n_ext: int = 0) -> NodeArrays:
         dev=np.zeros((3, n, max_gpus), dtype=np.float64),
         ext=np.zeros((3, n, n_ext), dtype=np.int64),
     )
-
-
-def pod_kind(gpu: float, gpu_memory: int) -> int:
-    """CPU_ONLY, WHOLE, FRACTION or MEMORY for a pod's gpu request; raises ValueError if invalid."""
-    if gpu_memory > 0:
-        return MEMORY
-    if gpu <= 0:
-        return CPU_ONLY
-    if gpu < 1:
-        return FRACTION
-    if gpu != int(gpu):
-        raise ValueError(f"gpu: a request above 1 must be a whole number of devices, got {gpu}")
-    return WHOLE
 
 
 def place(
@@ -136,76 +135,36 @@ def place(
     if pods.ext.shape[1] != nodes.ext.shape[2]:
         raise ValueError("pods.ext: one column per extended resource of nodes.ext expected")
     g = nodes.dev.shape[2]
-    out_node = np.full(p, -1, dtype=np.int64)
-    out_dev = np.full((p, max(g, 1)), -1, dtype=np.int64)
-    out_share = np.zeros(p, dtype=np.float64)
-    out_pipe = np.zeros(p, dtype=np.bool_)
+    out = Placement(
+        0,
+        np.full(p, -1, dtype=np.int64),
+        np.full((p, max(g, 1)), -1, dtype=np.int64),
+        np.zeros(p, dtype=np.float64),
+        np.zeros(p, dtype=np.bool_),
+    )
     sg, sc = STRATEGIES[strategy_gpu], STRATEGIES[strategy_cpu]
     if index is None:
-        count = _place_all(
-            nodes.ints,
-            nodes.dev,
-            nodes.ext,
-            pods.ints,
-            pods.share,
-            pods.ext,
-            pods.eligible,
-            sg,
-            sc,
-            out_node,
-            out_dev,
-            out_share,
-            out_pipe,
-            releasing_first,
-        )
+        count = _place_all(nodes, pods, sg, sc, out, releasing_first)
     else:
-        count = _place_all_indexed(
-            nodes.ints,
-            nodes.dev,
-            nodes.ext,
-            pods.ints,
-            pods.share,
-            pods.ext,
-            pods.eligible,
-            sg,
-            sc,
-            out_node,
-            out_dev,
-            out_share,
-            out_pipe,
-            index.bits,
-            index.counts,
-            index.bucket_of,
-            index.node_of_rank,
-            index.class_start,
-            index.class_buckets,
-            index.strategy_gpu,
-            releasing_first,
-        )
-    return Placement(int(count), out_node, out_dev, out_share, out_pipe)
+        count = _place_all_indexed(nodes, pods, sg, sc, out, index, releasing_first)
+    return out._replace(count=int(count))
 
 
 def unplace(nodes: NodeArrays, pods: PodArrays, placement: Placement, index: GpuIndex | None = None) -> None:
     """Undo ``placement`` (the rollback of a statement), newest pod first."""
-    bits = index.bits if index is not None else np.zeros((1, 1), dtype=np.uint64)
-    counts = index.counts if index is not None else np.zeros(1, dtype=np.int64)
-    bucket_of = index.bucket_of if index is not None else np.zeros(1, dtype=np.int64)
-    _unplace_all(
-        nodes.ints,
-        nodes.dev,
-        nodes.ext,
-        pods.ints,
-        pods.ext,
-        placement.count,
-        placement.node,
-        placement.devices,
-        placement.share,
-        index is not None,
-        bits,
-        counts,
-        bucket_of,
-        index.strategy_gpu if index is not None else 0,
-    )
+    _unplace_all(nodes, pods, placement, index is not None, index if index is not None else _no_index())
+
+
+def _no_index() -> GpuIndex:
+    """An index of nothing, passed where the kernel is told not to use one (its types are an index's)."""
+    z = np.zeros(1, dtype=np.int64)
+    return GpuIndex(np.zeros((1, 1), dtype=np.uint64), z, z, z, z, z, BINPACK)
+
+
+@njit(cache=True)
+def _request(pods, i):
+    p = pods.ints[i]
+    return Request(p[P_KIND], p[P_WHOLE], pods.share[i], p[P_GPU_MEM], p[P_CPU], p[P_MEM], pods.ext[i])
 
 
 # -- feasibility and scoring --------------------------------------------------------------------
@@ -225,17 +184,10 @@ def _free_whole(dev, n, gpus):
 
 
 @njit(cache=True)
-def _pod_share(kind, share, gpu_mem, dev_mem):
-    if kind == FRACTION:
-        return share
-    if dev_mem <= 0:
-        return -1.0
-    return gpu_mem / dev_mem
-
-
-@njit(cache=True)
 def _fits_rest(ints, ext, n, cpu, mem, pext, idle):
     """cpu, memory and extended resources fit on node n (on idle resources when ``idle``)."""
+    # arrays, not the NamedTuples: taking an array out of a tuple costs a reference count, and the
+    # per-node helpers run for every node a pod is tried on
     c = ints[n, N_CPU_USED] + cpu
     m = ints[n, N_MEM_USED] + mem
     if idle:
@@ -280,8 +232,13 @@ def _device_fit(dev, n, gpus, need, idle):
 
 
 @njit(cache=True)
-def _evaluate(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, sc):
-    """(feasible, tier, key) of a pod on node n: higher tier, then higher key, is better."""
+def _evaluate(ints, dev, ext, n, req, sg, sc):
+    """(feasible, tier, key) of a pod on node n (of NodeArrays ints, dev, ext): higher tier, then higher key,
+    is better."""
+    kind = req.kind
+    cpu = req.cpu
+    mem = req.mem
+    pext = req.ext
     gpus = ints[n, N_GPUS]
     fits_idle = False
     fits_free = False
@@ -293,10 +250,10 @@ def _evaluate(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg
             tier += 10
     elif kind == WHOLE:
         idle_w, free_w = _free_whole(dev, n, gpus)
-        fits_idle = idle_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, True)
-        fits_free = fits_idle or (free_w >= whole and _fits_rest(ints, ext, n, cpu, mem, pext, False))
+        fits_idle = idle_w >= req.whole and _fits_rest(ints, ext, n, cpu, mem, pext, True)
+        fits_free = fits_idle or (free_w >= req.whole and _fits_rest(ints, ext, n, cpu, mem, pext, False))
     else:
-        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        need = device_share(kind, req.share, req.gpu_mem, ints[n, N_DEV_MEM])
         if need < 0.0 or need > 1.0 + EPS:
             return False, 0, 0.0
         fits_idle = _device_fit(dev, n, gpus, need, True) and _fits_rest(ints, ext, n, cpu, mem, pext, True)
@@ -323,7 +280,9 @@ def _evaluate(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg
 
 
 @njit(cache=True)
-def _best_node(ints, dev, ext, elig, kind, whole, share, gpu_mem, cpu, mem, pext, sg, sc):
+def _scan_best(nodes, elig, req, sg, sc):
+    """The best node for the pod by scanning every eligible node, -1 if it fits nowhere."""
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     best = -1
     best_tier = -1
     best_key = 0.0
@@ -331,7 +290,7 @@ def _best_node(ints, dev, ext, elig, kind, whole, share, gpu_mem, cpu, mem, pext
     for n in range(ints.shape[0]):
         if not elig[n]:
             continue
-        ok, tier, key = _evaluate(ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, sc)
+        ok, tier, key = _evaluate(ints, dev, ext, n, req, sg, sc)
         if not ok:
             continue
         rank = ints[n, N_RANK]
@@ -352,10 +311,17 @@ def _best_node(ints, dev, ext, elig, kind, whole, share, gpu_mem, cpu, mem, pext
 
 
 @njit(cache=True)
-def _commit(
-    ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, out_dev, out_share, i, releasing_first
-):
-    """Choose devices on node n, apply the pod, record it in row i; returns pipelined."""
+def _apply(nodes, n, req, sg, out_devices, out_share, i, releasing_first):
+    """Choose devices on node n, apply the pod, record its devices and share in row i of the outputs;
+    returns pipelined."""
+    ints = nodes.ints
+    dev = nodes.dev
+    ext = nodes.ext
+    kind = req.kind
+    whole = req.whole
+    cpu = req.cpu
+    mem = req.mem
+    pext = req.ext
     gpus = ints[n, N_GPUS]
     idle = _fits_rest(ints, ext, n, cpu, mem, pext, True)
     if kind == WHOLE:
@@ -373,13 +339,13 @@ def _commit(
                 if (dev[D_REL, n, d] > EPS) != take_releasing:
                     continue
                 dev[D_USED, n, d] = 1.0
-                out_dev[i, taken] = d
+                out_devices[i, taken] = d
                 taken += 1
                 took_releasing = took_releasing or take_releasing
         idle = idle and not took_releasing
         out_share[i] = 0.0
     elif kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
-        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+        need = device_share(kind, req.share, req.gpu_mem, ints[n, N_DEV_MEM])
         best = -1
         best_score = 0.0
         best_idle = False
@@ -409,7 +375,7 @@ def _commit(
         idle = idle and best_idle
         dev[D_USED, n, best] += need
         dev[D_FRAC, n, best] += 1.0
-        out_dev[i, 0] = best
+        out_devices[i, 0] = best
         out_share[i] = need
     ints[n, N_CPU_USED] += cpu
     ints[n, N_MEM_USED] += mem
@@ -419,7 +385,10 @@ def _commit(
 
 
 @njit(cache=True)
-def _uncommit(ints, dev, ext, n, kind, cpu, mem, pext, devs, share):
+def _unapply(nodes, n, req, devs, share):
+    """Undo ``_apply`` of the pod on node n, which took ``devs`` (-1 padded) and ``share`` of devs[0]."""
+    dev = nodes.dev
+    kind = req.kind
     if kind == WHOLE:
         for j in range(devs.shape[0]):
             d = devs[j]
@@ -432,69 +401,32 @@ def _uncommit(ints, dev, ext, n, kind, cpu, mem, pext, devs, share):
         if dev[D_USED, n, d] < EPS:
             dev[D_USED, n, d] = 0.0
         dev[D_FRAC, n, d] -= 1.0
-    ints[n, N_CPU_USED] -= cpu
-    ints[n, N_MEM_USED] -= mem
+    nodes.ints[n, N_CPU_USED] -= req.cpu
+    nodes.ints[n, N_MEM_USED] -= req.mem
+    pext = req.ext
     for e in range(pext.shape[0]):
-        ext[E_USED, n, e] -= pext[e]
+        nodes.ext[E_USED, n, e] -= pext[e]
 
 
 @njit(cache=True)
-def _place_all(
-    ints, dev, ext, pints, pshare, pext, elig, sg, sc, out_node, out_dev, out_share, out_pipe, releasing_first
-):
-    for i in range(pints.shape[0]):
-        kind = pints[i, P_KIND]
-        whole = pints[i, P_WHOLE]
-        gpu_mem = pints[i, P_GPU_MEM]
-        cpu = pints[i, P_CPU]
-        mem = pints[i, P_MEM]
-        n = _best_node(
-            ints, dev, ext, elig[pints[i, P_SPEC]], kind, whole, pshare[i], gpu_mem, cpu, mem, pext[i], sg, sc
-        )
+def _place_all(nodes, pods, sg, sc, out, releasing_first):
+    for i in range(pods.ints.shape[0]):
+        req = _request(pods, i)
+        n = _scan_best(nodes, pods.eligible[pods.ints[i, P_SPEC]], req, sg, sc)
         if n < 0:
             return i
-        out_node[i] = n
-        out_pipe[i] = _commit(
-            ints,
-            dev,
-            ext,
-            n,
-            kind,
-            whole,
-            pshare[i],
-            gpu_mem,
-            cpu,
-            mem,
-            pext[i],
-            sg,
-            out_dev,
-            out_share,
-            i,
-            releasing_first,
-        )
-    return pints.shape[0]
+        out.node[i] = n
+        out.pipelined[i] = _apply(nodes, n, req, sg, out.devices, out.share, i, releasing_first)
+    return pods.ints.shape[0]
 
 
 @njit(cache=True)
-def _unplace_all(
-    ints, dev, ext, pints, pext, count, out_node, out_dev, out_share, indexed, bits, counts, bucket_of, sg
-):
-    for i in range(count - 1, -1, -1):
-        n = out_node[i]
-        _uncommit(
-            ints,
-            dev,
-            ext,
-            n,
-            pints[i, P_KIND],
-            pints[i, P_CPU],
-            pints[i, P_MEM],
-            pext[i],
-            out_dev[i],
-            out_share[i],
-        )
+def _unplace_all(nodes, pods, placement, indexed, index):
+    for i in range(placement.count - 1, -1, -1):
+        n = placement.node[i]
+        _unapply(nodes, n, _request(pods, i), placement.devices[i], placement.share[i])
         if indexed:
-            _rebucket(ints, dev, n, bits, counts, bucket_of, sg)
+            _refile(nodes.ints, nodes.dev, n, index)
 
 
 # -- the bucketed index for whole-GPU pods ------------------------------------------------------
@@ -516,7 +448,7 @@ class GpuIndex(NamedTuple):
     More bitsets, the last rows of ``bits``, hold the nodes with a device
     that fractional pods share and some room left on it (see
     ``SHARED_ROWS``): the only nodes where a fraction can go other than on
-    a device nothing holds (see ``_best_fraction_indexed``).
+    a device nothing holds (see ``_indexed_best_fraction``).
     """
 
     bits: np.ndarray  # uint64[B + SHARED_ROWS, W]: bit r set = node of rank r in the bucket (or row)
@@ -537,15 +469,11 @@ def build_gpu_index(nodes: NodeArrays, in_scope: np.ndarray, strategy_gpu: str =
     n_ranks = int(ints[slots, N_RANK].max()) + 1 if slots.size else 1
     words = (n_ranks + 63) // 64
     n_buckets = (g + 1) * (g + 1)
-    bits = np.zeros((n_buckets + SHARED_ROWS, words), dtype=np.uint64)
-    counts = np.zeros(n_buckets, dtype=np.int64)
-    bucket_of = np.full(ints.shape[0], -1, dtype=np.int64)
     node_of_rank = np.full(words * 64, -1, dtype=np.int64)
     ranks = ints[slots, N_RANK]
     if np.unique(ranks).size != ranks.size:
         raise ValueError("nodes.ints: ranks of indexed nodes must be unique")
     node_of_rank[ranks] = slots
-    _index_all(ints, nodes.dev, slots.astype(np.int64), bits, counts, bucket_of, sg)
     # classes: bucket (free, total) ordered by the placement key, equal keys together
     keys = []
     for total in range(1, g + 1):
@@ -559,35 +487,41 @@ def build_gpu_index(nodes: NodeArrays, in_scope: np.ndarray, strategy_gpu: str =
             class_start.append(len(class_buckets))
         class_buckets.append(b)
     class_start.append(len(class_buckets))
-    return GpuIndex(
-        bits,
-        counts,
-        bucket_of,
+    index = GpuIndex(
+        np.zeros((n_buckets + SHARED_ROWS, words), dtype=np.uint64),
+        np.zeros(n_buckets, dtype=np.int64),
+        np.full(ints.shape[0], -1, dtype=np.int64),
         node_of_rank,
         np.array(class_start, dtype=np.int64),
         np.array(class_buckets, dtype=np.int64),
         sg,
     )
+    _index_all(nodes, slots.astype(np.int64), index)
+    return index
 
 
 def rebucket(nodes: NodeArrays, index: GpuIndex, slot: int) -> None:
     """Re-file node ``slot`` in ``index`` after its devices changed outside ``place``/``unplace``."""
-    _rebucket(nodes.ints, nodes.dev, slot, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+    _refile(nodes.ints, nodes.dev, slot, index)
 
 
 @njit(cache=True)
-def _index_all(ints, dev, slots, bits, counts, bucket_of, sg):
+def _index_all(nodes, slots, index):
     for i in range(slots.shape[0]):
         n = slots[i]
-        bucket_of[n] = 0
-        counts[0] += 1
-        rank = ints[n, N_RANK]
-        bits[0, rank >> 6] |= np.uint64(1) << np.uint64(rank & 63)
-        _rebucket(ints, dev, n, bits, counts, bucket_of, sg)
+        index.bucket_of[n] = 0
+        index.counts[0] += 1
+        rank = nodes.ints[n, N_RANK]
+        index.bits[0, rank >> 6] |= np.uint64(1) << np.uint64(rank & 63)
+        _refile(nodes.ints, nodes.dev, n, index)
 
 
 @njit(cache=True)
-def _rebucket(ints, dev, n, bits, counts, bucket_of, sg):
+def _refile(ints, dev, n, index):
+    """Move node n to the bucket of its free whole GPUs now, and into the shared rows its devices allow."""
+    bits = index.bits
+    counts = index.counts
+    bucket_of = index.bucket_of
     old = bucket_of[n]
     if old < 0:
         return
@@ -618,10 +552,12 @@ def _rebucket(ints, dev, n, bits, counts, bucket_of, sg):
 
 
 @njit(cache=True)
-def _first_fit_in_bucket(bits, b, node_of, ints, dev, ext, elig, whole, cpu, mem, pext, idle, below_rank):
-    """Lowest-rank node of bucket b, rank < below_rank, where the pod fits."""
-    words = bits.shape[1]
-    for w in range(words):
+def _first_fit_in_bucket(index, b, nodes, elig, req, idle, below_rank):
+    """Lowest-rank node of bucket b, rank < below_rank, where the whole-GPU pod fits."""
+    bits, node_of = index.bits, index.node_of_rank
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    whole, cpu, mem, pext = req.whole, req.cpu, req.mem, req.ext
+    for w in range(bits.shape[1]):
         word = bits[b, w]
         while word != 0:
             low = word & (~word + np.uint64(1))
@@ -651,25 +587,23 @@ def _bit_index(x):
 
 
 @njit(cache=True)
-def _best_whole_indexed(
-    ints, dev, ext, elig, whole, cpu, mem, pext, bits, counts, node_of, class_start, class_buckets
-):
-    g1 = dev.shape[2] + 1
+def _indexed_best_whole(nodes, elig, req, index):
+    """``_scan_best`` for a whole-GPU pod, from the index: the lowest rank of the best class it fits in."""
+    g1 = nodes.dev.shape[2] + 1
     big = 1 << 62
+    class_start = index.class_start
     for idle in (True, False):
         for c in range(class_start.shape[0] - 1):
             best = -1
             best_rank = big
             for j in range(class_start[c], class_start[c + 1]):
-                b = class_buckets[j]
-                if b // g1 < whole or counts[b] == 0:
+                b = index.class_buckets[j]
+                if b // g1 < req.whole or index.counts[b] == 0:
                     continue
-                n = _first_fit_in_bucket(
-                    bits, b, node_of, ints, dev, ext, elig, whole, cpu, mem, pext, idle, best_rank
-                )
+                n = _first_fit_in_bucket(index, b, nodes, elig, req, idle, best_rank)
                 if n >= 0:
                     best = n
-                    best_rank = ints[n, N_RANK]
+                    best_rank = nodes.ints[n, N_RANK]
             if best >= 0:
                 return best
     return -1
@@ -686,29 +620,11 @@ def _better(tier, key, rank, best, best_tier, best_key, best_rank):
 
 
 @njit(cache=True)
-def _first_fraction_fit_in_bucket(
-    bits,
-    b,
-    shared,
-    among,
-    node_of,
-    ints,
-    dev,
-    ext,
-    elig,
-    kind,
-    share,
-    gpu_mem,
-    cpu,
-    mem,
-    pext,
-    sg,
-    sc,
-    idle,
-    below,
-):
+def _first_fraction_fit_in_bucket(index, b, shared, among, nodes, elig, req, sg, sc, idle, below):
     """Lowest-rank node of bucket b, rank < below, where the pod fits (idle: with the idle tier), among
     (ALL) its nodes, (ONLY) those of row ``shared`` or (EXCEPT) the others."""
+    bits, node_of = index.bits, index.node_of_rank
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     for w in range(bits.shape[1]):
         word = bits[b, w]
         if among == ONLY:
@@ -724,47 +640,31 @@ def _first_fraction_fit_in_bucket(
             n = node_of[r]
             if not elig[n]:
                 continue
-            ok, tier, _ = _evaluate(ints, dev, ext, n, kind, 0, share, gpu_mem, cpu, mem, pext, sg, sc)
+            ok, tier, _ = _evaluate(ints, dev, ext, n, req, sg, sc)
             if ok and (tier >= 100 or not idle):
                 return n
     return -1
 
 
 @njit(cache=True)
-def _best_fraction_indexed(
-    ints,
-    dev,
-    ext,
-    elig,
-    kind,
-    share,
-    gpu_mem,
-    cpu,
-    mem,
-    pext,
-    sg,
-    sc,
-    bits,
-    counts,
-    node_of,
-    class_start,
-    class_buckets,
-):
-    """``_best_node`` for a fraction or gpu-memory pod, from the index. A node without a shared device the
+def _indexed_best_fraction(nodes, elig, req, sg, sc, index):
+    """``_scan_best`` for a fraction or gpu-memory pod, from the index. A node without a shared device the
     pod might fit on can only take it on a device nothing holds (so it needs a free one); its tier is 0 or
     100 and its key that of its bucket, so the best of those is the lowest rank of the best class. Under
     binpack a node with such a shared device may score +1000 and is evaluated one by one; under spread
     it scores like the others and joins the class search, in every bucket."""
+    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
+    bits, node_of = index.bits, index.node_of_rank
     best = -1
     best_tier = -1
     best_key = 0.0
     best_rank = 0
-    need = share
-    if kind == MEMORY:
+    need = req.share
+    if req.kind == MEMORY:
         most = 0  # the largest device memory gives the smallest share
         for n in range(ints.shape[0]):
             most = max(most, ints[n, N_DEV_MEM])
-        need = gpu_mem / most if most > 0 else 0.0
+        need = max(device_share(req.kind, req.share, req.gpu_mem, most), 0.0)
     k = int((need - MARGIN) * SHARED_ROWS)  # the largest k with k / SHARED_ROWS <= need - MARGIN
     shared = bits.shape[0] - SHARED_ROWS + min(max(k, 0), SHARED_ROWS - 1)
     for w in range(bits.shape[1] if sg == BINPACK else 0):
@@ -776,18 +676,19 @@ def _best_fraction_indexed(
             n = node_of[r]
             if not elig[n]:
                 continue
-            ok, tier, key = _evaluate(ints, dev, ext, n, kind, 0, share, gpu_mem, cpu, mem, pext, sg, sc)
+            ok, tier, key = _evaluate(ints, dev, ext, n, req, sg, sc)
             if ok and _better(tier, key, ints[n, N_RANK], best, best_tier, best_key, best_rank):
                 best, best_tier, best_key, best_rank = n, tier, key, ints[n, N_RANK]
-    g1 = dev.shape[2] + 1
+    g1 = nodes.dev.shape[2] + 1
     big = 1 << 62
     other = -1
+    class_start = index.class_start
     for idle in (True, False):
         for c in range(class_start.shape[0] - 1):
             found_rank = big
             for j in range(class_start[c], class_start[c + 1]):
-                b = class_buckets[j]
-                if counts[b] == 0:
+                b = index.class_buckets[j]
+                if index.counts[b] == 0:
                     continue
                 # nodes outside the shared row need a free device; under binpack the row is done
                 if sg == BINPACK:
@@ -797,25 +698,7 @@ def _best_fraction_indexed(
                 else:
                     among = ALL if b // g1 >= 1 else ONLY
                 n = _first_fraction_fit_in_bucket(
-                    bits,
-                    b,
-                    shared,
-                    among,
-                    node_of,
-                    ints,
-                    dev,
-                    ext,
-                    elig,
-                    kind,
-                    share,
-                    gpu_mem,
-                    cpu,
-                    mem,
-                    pext,
-                    sg,
-                    sc,
-                    idle,
-                    found_rank,
+                    index, b, shared, among, nodes, elig, req, sg, sc, idle, found_rank
                 )
                 if n >= 0:
                     other = n
@@ -825,117 +708,29 @@ def _best_fraction_indexed(
         if other >= 0:
             break
     if other >= 0:
-        ok, tier, key = _evaluate(ints, dev, ext, other, kind, 0, share, gpu_mem, cpu, mem, pext, sg, sc)
+        ok, tier, key = _evaluate(ints, dev, ext, other, req, sg, sc)
         if _better(tier, key, ints[other, N_RANK], best, best_tier, best_key, best_rank):
             best = other
     return best
 
 
 @njit(cache=True)
-def _place_all_indexed(
-    ints,
-    dev,
-    ext,
-    pints,
-    pshare,
-    pext,
-    elig,
-    sg,
-    sc,
-    out_node,
-    out_dev,
-    out_share,
-    out_pipe,
-    bits,
-    counts,
-    bucket_of,
-    node_of,
-    class_start,
-    class_buckets,
-    isg,
-    releasing_first,
-):
-    for i in range(pints.shape[0]):
-        kind = pints[i, P_KIND]
-        whole = pints[i, P_WHOLE]
-        gpu_mem = pints[i, P_GPU_MEM]
-        cpu = pints[i, P_CPU]
-        mem = pints[i, P_MEM]
-        if kind == WHOLE:
-            n = _best_whole_indexed(
-                ints,
-                dev,
-                ext,
-                elig[pints[i, P_SPEC]],
-                whole,
-                cpu,
-                mem,
-                pext[i],
-                bits,
-                counts,
-                node_of,
-                class_start,
-                class_buckets,
-            )
-        elif kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
-            n = _best_fraction_indexed(
-                ints,
-                dev,
-                ext,
-                elig[pints[i, P_SPEC]],
-                kind,
-                pshare[i],
-                gpu_mem,
-                cpu,
-                mem,
-                pext[i],
-                sg,
-                sc,
-                bits,
-                counts,
-                node_of,
-                class_start,
-                class_buckets,
-            )
+def _place_all_indexed(nodes, pods, sg, sc, out, index, releasing_first):
+    for i in range(pods.ints.shape[0]):
+        req = _request(pods, i)
+        elig = pods.eligible[pods.ints[i, P_SPEC]]
+        if req.kind == WHOLE:
+            n = _indexed_best_whole(nodes, elig, req, index)
+        elif req.kind == FRACTION or req.kind == MEMORY:  # noqa: SIM109 (numba)
+            n = _indexed_best_fraction(nodes, elig, req, sg, sc, index)
         else:
-            n = _best_node(
-                ints,
-                dev,
-                ext,
-                elig[pints[i, P_SPEC]],
-                kind,
-                whole,
-                pshare[i],
-                gpu_mem,
-                cpu,
-                mem,
-                pext[i],
-                sg,
-                sc,
-            )
+            n = _scan_best(nodes, elig, req, sg, sc)
         if n < 0:
             return i
-        out_node[i] = n
-        out_pipe[i] = _commit(
-            ints,
-            dev,
-            ext,
-            n,
-            kind,
-            whole,
-            pshare[i],
-            gpu_mem,
-            cpu,
-            mem,
-            pext[i],
-            sg,
-            out_dev,
-            out_share,
-            i,
-            releasing_first,
-        )
-        _rebucket(ints, dev, n, bits, counts, bucket_of, isg)
-    return pints.shape[0]
+        out.node[i] = n
+        out.pipelined[i] = _apply(nodes, n, req, sg, out.devices, out.share, i, releasing_first)
+        _refile(nodes.ints, nodes.dev, n, index)
+    return pods.ints.shape[0]
 
 
 # -- how many copies of a pod each node has room for (pending reasons) ---------------------------
@@ -943,76 +738,38 @@ def _place_all_indexed(
 
 def room(nodes: NodeArrays, pods: PodArrays, row: int, limit: int) -> np.ndarray:
     """Per node slot, how many copies of pod ``row`` fit on free (idle + releasing) resources, up to ``limit``."""
-    elig = pods.eligible[pods.ints[row, P_SPEC]]
-    return _room(
-        nodes.ints,
-        nodes.dev,
-        nodes.ext,
-        pods.ints[row],
-        float(pods.share[row]),
-        pods.ext[row],
-        elig,
-        int(limit),
-    )
+    return _room(nodes, pods, row, int(limit))
 
 
 @njit(cache=True)
-def _binpack_fit(ints, dev, ext, n, prow, share, pext):
-    """(feasible, tier) of the pod whose ints row is ``prow`` on node n, as binpack ranks it."""
-    ok, tier, _ = _evaluate(
-        ints,
-        dev,
-        ext,
-        n,
-        prow[P_KIND],
-        prow[P_WHOLE],
-        share,
-        prow[P_GPU_MEM],
-        prow[P_CPU],
-        prow[P_MEM],
-        pext,
-        BINPACK,
-        BINPACK,
-    )
+def _binpack_fit(nodes, n, req):
+    """(feasible, tier) of the pod on node n, as binpack ranks it."""
+    ok, tier, _ = _evaluate(nodes.ints, nodes.dev, nodes.ext, n, req, BINPACK, BINPACK)
     return ok, tier
 
 
 @njit(cache=True)
-def _room(ints, dev, ext, prow, share, pext, elig, limit):
-    out = np.zeros(ints.shape[0], dtype=np.int64)
-    g = dev.shape[2]
+def _room(nodes, pods, row, limit):
+    req = _request(pods, row)
+    elig = pods.eligible[pods.ints[row, P_SPEC]]
+    n_nodes = nodes.ints.shape[0]
+    out = np.zeros(n_nodes, dtype=np.int64)
+    g = nodes.dev.shape[2]
     od = np.full((1, max(g, 1)), -1, dtype=np.int64)
     osh = np.zeros(1)
-    for n in range(ints.shape[0]):
+    for n in range(n_nodes):
         if not elig[n]:
             continue
-        i1 = ints[n : n + 1].copy()
-        d1 = dev[:, n : n + 1].copy()
-        e1 = ext[:, n : n + 1].copy()
+        one = NodeArrays(
+            nodes.ints[n : n + 1].copy(), nodes.dev[:, n : n + 1].copy(), nodes.ext[:, n : n + 1].copy()
+        )
         c = 0
         while c < limit:
-            ok, _ = _binpack_fit(i1, d1, e1, 0, prow, share, pext)
+            ok, _ = _binpack_fit(one, 0, req)
             if not ok:
                 break
             od[0, :] = -1
-            _commit(
-                i1,
-                d1,
-                e1,
-                0,
-                prow[P_KIND],
-                prow[P_WHOLE],
-                share,
-                prow[P_GPU_MEM],
-                prow[P_CPU],
-                prow[P_MEM],
-                pext,
-                BINPACK,
-                od,
-                osh,
-                0,
-                False,
-            )
+            _apply(one, 0, req, BINPACK, od, osh, 0, False)
             c += 1
         out[n] = c
     return out
@@ -1030,20 +787,22 @@ def view_rows(nodes: NodeArrays, slots: np.ndarray, idle: bool) -> np.ndarray:
     """Rows of ``slots`` as ``muster.kernels.policies`` sees nodes: free cpu, memory and milli per device,
     on idle resources (``idle``) or on free ones (idle + releasing, where pods are pipelined)."""
     out = np.zeros((slots.shape[0], V_DEV + nodes.dev.shape[2]), dtype=np.int64)
-    _view_rows(nodes.ints, nodes.dev, np.ascontiguousarray(slots, dtype=np.int64), idle, out)
+    _view_rows(nodes, np.ascontiguousarray(slots, dtype=np.int64), idle, out)
     return out
 
 
 @njit(cache=True)
-def _view_rows(ints, dev, slots, idle, out):
+def _view_rows(nodes, slots, idle, out):
     for i in range(slots.shape[0]):
-        _view_row(ints, dev, slots[i], idle, out[i])
+        _view_row(nodes, slots[i], idle, out[i])
 
 
 @njit(cache=True)
-def _view_row(ints, dev, n, idle, row):
+def _view_row(nodes, n, idle, row):
     """A device is 1000 exactly when a whole-GPU pod could take it (``_free_whole``); a shared one shows
     its unused share rounded down to whole milli."""
+    ints = nodes.ints
+    dev = nodes.dev
     cpu = ints[n, N_CPU_CAP] - ints[n, N_CPU_USED]
     mem = ints[n, N_MEM_CAP] - ints[n, N_MEM_USED]
     if idle:
@@ -1070,16 +829,16 @@ def _view_row(ints, dev, n, idle, row):
 
 def changed_rows(nodes: NodeArrays, slots: np.ndarray, rows: np.ndarray, idle: bool) -> np.ndarray:
     """Positions in ``slots`` whose view row differs from ``rows`` (which are brought up to date)."""
-    return _changed_rows(nodes.ints, nodes.dev, slots, rows, idle)
+    return _changed_rows(nodes, slots, rows, idle)
 
 
 @njit(cache=True)
-def _changed_rows(ints, dev, slots, rows, idle):
+def _changed_rows(nodes, slots, rows, idle):
     out = np.empty(slots.shape[0], dtype=np.int64)
     k = 0
     tmp = np.empty(rows.shape[1], dtype=np.int64)
     for i in range(slots.shape[0]):
-        _view_row(ints, dev, slots[i], idle, tmp)
+        _view_row(nodes, slots[i], idle, tmp)
         same = True
         for c in range(tmp.shape[0]):
             if tmp[c] != rows[i, c]:
@@ -1105,29 +864,18 @@ def first_fit_per_class(
     first slot where pod ``row`` fits (on idle resources when ``idle``, else on free ones), -1 if none.
     Fitting is exactly ``_evaluate``'s, so a policy choosing among these refuses nothing binpack would
     place."""
-    elig = pods.eligible[pods.ints[row, P_SPEC]]
-    return _first_fit_per_class(
-        nodes.ints,
-        nodes.dev,
-        nodes.ext,
-        elig,
-        pods.ints[row],
-        float(pods.share[row]),
-        pods.ext[row],
-        ranked_slots,
-        class_of,
-        n_classes,
-        idle,
-    )
+    return _first_fit_per_class(nodes, pods, row, ranked_slots, class_of, n_classes, idle)
 
 
 @njit(cache=True)
-def _first_fit_per_class(ints, dev, ext, elig, prow, share, pext, ranked, class_of, n_classes, idle):
+def _first_fit_per_class(nodes, pods, row, ranked, class_of, n_classes, idle):
+    req = _request(pods, row)
+    elig = pods.eligible[pods.ints[row, P_SPEC]]
     first = np.full(n_classes, -1, dtype=np.int64)
     # nodes of one class differ only in what the view leaves out: extended resources, the eligible mask
     by_class = True
-    for e in range(pext.shape[0]):
-        if pext[e] != 0:
+    for e in range(req.ext.shape[0]):
+        if req.ext[e] != 0:
             by_class = False
     known = np.zeros(n_classes, dtype=np.int64)  # 0 unknown, 1 fits, -1 does not (when by_class)
     for i in range(ranked.shape[0]):
@@ -1137,7 +885,7 @@ def _first_fit_per_class(ints, dev, ext, elig, prow, share, pext, ranked, class_
             continue
         if by_class and known[c] < 0:
             continue
-        ok, tier = _binpack_fit(ints, dev, ext, n, prow, share, pext)
+        ok, tier = _binpack_fit(nodes, n, req)
         if ok and (not idle or tier % 1000 >= 100):
             first[c] = n
         elif by_class:
@@ -1160,28 +908,10 @@ def commit_on(
     or gpu-memory pod goes on ``device`` if it fits there (idle first), else where binpack would put it;
     whole GPUs are the lowest-numbered idle devices, then releasing ones (the other way round with
     ``releasing_first``, see ``place``)."""
-    prow = pods.ints[row]
-    out.pipelined[i] = _commit_on(
-        nodes.ints,
-        nodes.dev,
-        nodes.ext,
-        node,
-        prow[P_KIND],
-        prow[P_WHOLE],
-        float(pods.share[row]),
-        prow[P_GPU_MEM],
-        prow[P_CPU],
-        prow[P_MEM],
-        pods.ext[row],
-        device,
-        out.devices,
-        out.share,
-        i,
-        releasing_first,
-    )
+    out.pipelined[i] = _apply_on(nodes, pods, row, node, device, out, i, releasing_first)
     out.node[i] = node
     if index is not None:
-        _rebucket(nodes.ints, nodes.dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+        _refile(nodes.ints, nodes.dev, node, index)
 
 
 @njit(cache=True)
@@ -1197,41 +927,95 @@ def _device_fits(dev, n, d, need, idle):
 
 
 @njit(cache=True)
-def _commit_on(
-    ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, d, out_dev, out_share, i, releasing_first
-):
-    out_dev[i, :] = -1
-    out_share[i] = 0.0
-    if kind == FRACTION or kind == MEMORY:  # noqa: SIM109 (numba)
-        need = _pod_share(kind, share, gpu_mem, ints[n, N_DEV_MEM])
+def _apply_on(nodes, pods, row, n, d, out, i, releasing_first):
+    """``_apply`` with the device of a shared pod chosen by the caller (``d``), when it fits there."""
+    req = _request(pods, row)
+    out.devices[i, :] = -1
+    out.share[i] = 0.0
+    if req.kind == FRACTION or req.kind == MEMORY:  # noqa: SIM109 (numba)
+        ints = nodes.ints
+        dev = nodes.dev
+        need = device_share(req.kind, req.share, req.gpu_mem, ints[n, N_DEV_MEM])
         gpus = ints[n, N_GPUS]
-        # on idle resources whenever the node has them, as _commit does
-        idle = _fits_rest(ints, ext, n, cpu, mem, pext, True) and _device_fit(dev, n, gpus, need, True)
+        # on idle resources whenever the node has them, as _apply does
+        idle = _fits_rest(ints, nodes.ext, n, req.cpu, req.mem, req.ext, True) and _device_fit(
+            dev, n, gpus, need, True
+        )
         if d < gpus and _device_fits(dev, n, d, need, idle):
             dev[D_USED, n, d] += need
             dev[D_FRAC, n, d] += 1.0
-            out_dev[i, 0] = d
-            out_share[i] = need
-            ints[n, N_CPU_USED] += cpu
-            ints[n, N_MEM_USED] += mem
-            for e in range(pext.shape[0]):
-                ext[E_USED, n, e] += pext[e]
+            out.devices[i, 0] = d
+            out.share[i] = need
+            ints[n, N_CPU_USED] += req.cpu
+            ints[n, N_MEM_USED] += req.mem
+            for e in range(req.ext.shape[0]):
+                nodes.ext[E_USED, n, e] += req.ext[e]
             return not idle
-    return _commit(
-        ints,
-        dev,
-        ext,
-        n,
-        kind,
-        whole,
-        share,
-        gpu_mem,
-        cpu,
-        mem,
-        pext,
-        BINPACK,
-        out_dev,
-        out_share,
-        i,
-        releasing_first,
-    )
+    return _apply(nodes, n, req, BINPACK, out.devices, out.share, i, releasing_first)
+
+
+# -- positional entry points of libs/muster/scheduler/batch.py ------------------------------------
+# batch.py (changed elsewhere at the same time) still calls the cores with every array and scalar
+# spelled out; each of these packs them and calls the named core. Drop them once batch.py calls the
+# cores above with its NodeArrays, GpuIndex and a Request from ``_request``.
+
+
+@njit(cache=True)
+def _best_node(ints, dev, ext, elig, kind, whole, share, gpu_mem, cpu, mem, pext, sg, sc):
+    req = Request(kind, whole, share, gpu_mem, cpu, mem, pext)
+    return _scan_best(NodeArrays(ints, dev, ext), elig, req, sg, sc)
+
+
+@njit(cache=True)
+def _best_whole_indexed(
+    ints, dev, ext, elig, whole, cpu, mem, pext, bits, counts, node_of, class_start, class_buckets
+):
+    req = Request(np.int64(WHOLE), whole, 0.0, np.int64(0), cpu, mem, pext)
+    # bucket_of and the strategy are not read when choosing
+    index = GpuIndex(bits, counts, counts, node_of, class_start, class_buckets, np.int64(BINPACK))
+    return _indexed_best_whole(NodeArrays(ints, dev, ext), elig, req, index)
+
+
+@njit(cache=True)
+def _best_fraction_indexed(
+    ints,
+    dev,
+    ext,
+    elig,
+    kind,
+    share,
+    gpu_mem,
+    cpu,
+    mem,
+    pext,
+    sg,
+    sc,
+    bits,
+    counts,
+    node_of,
+    class_start,
+    class_buckets,
+):
+    req = Request(kind, np.int64(0), share, gpu_mem, cpu, mem, pext)
+    index = GpuIndex(bits, counts, counts, node_of, class_start, class_buckets, sg)
+    return _indexed_best_fraction(NodeArrays(ints, dev, ext), elig, req, sg, sc, index)
+
+
+@njit(cache=True)
+def _commit(
+    ints, dev, ext, n, kind, whole, share, gpu_mem, cpu, mem, pext, sg, out_dev, out_share, i, releasing_first
+):
+    req = Request(kind, whole, share, gpu_mem, cpu, mem, pext)
+    return _apply(NodeArrays(ints, dev, ext), n, req, sg, out_dev, out_share, i, releasing_first)
+
+
+@njit(cache=True)
+def _uncommit(ints, dev, ext, n, kind, cpu, mem, pext, devs, share):
+    req = Request(kind, np.int64(0), 0.0, np.int64(0), cpu, mem, pext)
+    _unapply(NodeArrays(ints, dev, ext), n, req, devs, share)
+
+
+@njit(cache=True)
+def _rebucket(ints, dev, n, bits, counts, bucket_of, sg):
+    index = GpuIndex(bits, counts, bucket_of, counts, counts, counts, sg)  # only the buckets are re-filed
+    _refile(ints, dev, n, index)

@@ -126,6 +126,26 @@ class ShapeArrays(NamedTuple):
     mem: np.ndarray  # int64[s], a representative memory request (0: not limiting)
 
 
+class PodColumns(NamedTuple):
+    """Pods to place in order, one array per field of ``PodRequest``."""
+
+    cpu: np.ndarray  # int64[p]
+    mem: np.ndarray  # int64[p]
+    num_gpu: np.ndarray  # int64[p]
+    gpu_milli: np.ndarray  # int64[p]
+    model_mask: np.ndarray  # int64[p]
+
+
+class Scoring(NamedTuple):
+    """How a policy scores nodes, fixed for a run: the policy, its knobs, the typical shapes and the
+    models' pressure (``_model_pressure``, zero unless fgd-pack)."""
+
+    code: int
+    knobs: np.ndarray  # float64[6], see FGD_PACK_KNOBS
+    shapes: ShapeArrays
+    pressure: np.ndarray  # float64[MAX_MODELS]
+
+
 class Placement(NamedTuple):
     """The chosen node (-1: nothing fits) and device indices."""
 
@@ -210,14 +230,11 @@ def place(
     validate_pod(pod)
     if spec.code == RANDOM and rng is None:
         raise ValueError("rng: the random policy needs a seeded numpy Generator")
-    shapes = _shapes_for(spec, shapes)
+    scoring = _scoring(spec, nodes, shapes, FGD_PACK_KNOBS)
     u = rng.random(2) if rng is not None else np.zeros(2)
-    pressure = _pressure_for(spec, nodes, shapes)
-    frag = _all_frags(spec.code, nodes, shapes) if spec.needs_shapes else np.zeros(nodes.cpu_free.shape[0])
+    frag = _node_frags(scoring, nodes) if spec.needs_shapes else np.zeros(nodes.cpu_free.shape[0])
     out = np.full(max(pod.num_gpu, 1), -1, dtype=np.int64)
-    node = _choose(
-        spec.code, nodes, frag, shapes, FGD_PACK_KNOBS, pressure, *_pod_tuple(pod), u[0], u[1], out
-    )
+    node = _choose(scoring, nodes, frag, PodRequest(*_pod_tuple(pod)), u[0], u[1], out)
     if node < 0:
         return Placement(-1, ())
     return Placement(int(node), tuple(int(d) for d in out[: pod.num_gpu]))
@@ -253,7 +270,7 @@ def simulate(
     spec = _policy(policy)
     validate_nodes(nodes)
     cols = _pod_columns(pods)
-    n_pods = cols[0].shape[0]
+    n_pods = cols.cpu.shape[0]
     if uniforms is None:
         if spec.code == RANDOM:
             raise ValueError("uniforms: the random policy needs pre-drawn uniforms")
@@ -261,16 +278,15 @@ def simulate(
     uniforms = np.ascontiguousarray(uniforms, dtype=np.float64)
     if uniforms.shape != (n_pods, 2):
         raise ValueError(f"uniforms: expected shape ({n_pods}, 2), got {uniforms.shape}")
-    shapes = _shapes_for(spec, shapes)
     knobs = FGD_PACK_KNOBS if knobs is None else np.ascontiguousarray(knobs, dtype=np.float64)
-    pressure = _pressure_for(spec, nodes, shapes)
-    return _simulate(spec.code, nodes, shapes, knobs, pressure, *cols, uniforms)
+    return _simulate(_scoring(spec, nodes, shapes, knobs), nodes, cols, uniforms)
 
 
 def node_fragmentation(nodes: NodeArrays, shapes: ShapeArrays, policy: str = "fgd") -> np.ndarray:
     """Expected idle GPU milli per node that the typical shapes cannot use, as `policy` measures it."""
     validate_nodes(nodes)
-    return _all_frags(_policy(policy).code, nodes, _check_shapes(shapes))
+    shapes = _check_shapes(shapes)
+    return _node_frags(Scoring(_policy(policy).code, FGD_PACK_KNOBS, shapes, np.zeros(MAX_MODELS)), nodes)
 
 
 # ---------------------------------------------------------------- helpers
@@ -314,19 +330,19 @@ def _shapes_for(spec: Policy, shapes: ShapeArrays | None) -> ShapeArrays:
     return empty_shapes()
 
 
-def _pressure_for(spec: Policy, nodes: NodeArrays, shapes: ShapeArrays) -> np.ndarray:
-    if spec.code != FGD_PACK:
-        return np.zeros(MAX_MODELS)
-    return _model_pressure(nodes, shapes)
+def _scoring(spec: Policy, nodes: NodeArrays, shapes: ShapeArrays | None, knobs: np.ndarray) -> Scoring:
+    shapes = _shapes_for(spec, shapes)
+    pressure = _model_pressure(nodes, shapes) if spec.code == FGD_PACK else np.zeros(MAX_MODELS)
+    return Scoring(spec.code, knobs, shapes, pressure)
 
 
 def _pod_tuple(pod: PodRequest) -> tuple[int, int, int, int, int]:
     return (int(pod.cpu), int(pod.mem), int(pod.num_gpu), int(pod.gpu_milli), int(pod.model_mask))
 
 
-def _pod_columns(pods) -> tuple[np.ndarray, ...]:
+def _pod_columns(pods) -> PodColumns:
     if isinstance(pods, tuple) and len(pods) == 5 and all(isinstance(a, np.ndarray) for a in pods):
-        cols = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in pods)
+        cols = PodColumns(*(np.ascontiguousarray(a, dtype=np.int64) for a in pods))
         n = cols[0].shape[0]
         if any(c.shape != (n,) for c in cols):
             raise ValueError("pods: all five columns need the same length")
@@ -340,8 +356,10 @@ def _pod_columns(pods) -> tuple[np.ndarray, ...]:
         validate_pod(p, f"pods[{i}]")
     if not pods:
         z = np.zeros(0, dtype=np.int64)
-        return (z, z, z, z, z)
-    return tuple(np.array(c, dtype=np.int64) for c in zip(*(_pod_tuple(p) for p in pods), strict=True))
+        return PodColumns(z, z, z, z, z)
+    return PodColumns(
+        *(np.array(c, dtype=np.int64) for c in zip(*(_pod_tuple(p) for p in pods), strict=True))
+    )
 
 
 def _model_pressure(nodes: NodeArrays, shapes: ShapeArrays) -> np.ndarray:
@@ -368,19 +386,17 @@ def _model_pressure(nodes: NodeArrays, shapes: ShapeArrays) -> np.ndarray:
     return out
 
 
-def _all_frags(
-    code: int, nodes: NodeArrays, shapes: ShapeArrays, knobs: np.ndarray = FGD_PACK_KNOBS
-) -> np.ndarray:
+# ---------------------------------------------------------------- jitted core
+
+
+@njit(cache=True)
+def _node_frags(scoring, nodes):
+    """The fragmentation of every node as ``scoring`` measures it."""
     n = nodes.cpu_free.shape[0]
     out = np.zeros(n)
     for i in range(n):
-        out[i] = _frag(
-            code, knobs, nodes.cpu_free[i], nodes.mem_free[i], nodes.dev_free[i], nodes.model[i], shapes
-        )
+        out[i] = _frag(scoring, nodes.cpu_free[i], nodes.mem_free[i], nodes.dev_free[i], nodes.model[i])
     return out
-
-
-# ---------------------------------------------------------------- jitted core
 
 
 @njit(cache=True)
@@ -389,19 +405,19 @@ def _allowed(mask, model):
 
 
 @njit(cache=True)
-def _fits(nodes, n, cpu, mem, k, m, mask):
-    if nodes.cpu_free[n] < cpu or nodes.mem_free[n] < mem:
+def _fits(nodes, n, pod):
+    if nodes.cpu_free[n] < pod.cpu or nodes.mem_free[n] < pod.mem:
         return False
-    if k == 0:
+    if pod.num_gpu == 0:
         return True
-    if not _allowed(mask, nodes.model[n]):
+    if not _allowed(pod.model_mask, nodes.model[n]):
         return False
     row = nodes.dev_free[n]
     cnt = 0
     for d in range(row.shape[0]):
-        if row[d] >= m:
+        if row[d] >= pod.gpu_milli:
             cnt += 1
-    return cnt >= k
+    return cnt >= pod.num_gpu
 
 
 @njit(cache=True)
@@ -469,7 +485,9 @@ def _stranded_row(cpu_free, mem_free, row, model, shapes, dev, take):
 
 
 @njit(cache=True)
-def _measure(code, knobs, cpu_free, mem_free, row, model, shapes, dev, take):
+def _measure(code, knobs, shapes, cpu_free, mem_free, row, model, dev, take):
+    # code, knobs and shapes rather than the Scoring: this runs per device tried, and taking the
+    # shapes out of a Scoring costs a reference count per array each time
     if code == FGD_PACK:
         s = _stranded_row(cpu_free, mem_free, row, model, shapes, dev, take)
         if knobs[4] != 0.0:
@@ -479,12 +497,12 @@ def _measure(code, knobs, cpu_free, mem_free, row, model, shapes, dev, take):
 
 
 @njit(cache=True)
-def _frag(code, knobs, cpu_free, mem_free, row, model, shapes):
-    return _measure(code, knobs, cpu_free, mem_free, row, model, shapes, -1, 0)
+def _frag(scoring, cpu_free, mem_free, row, model):
+    return _measure(scoring.code, scoring.knobs, scoring.shapes, cpu_free, mem_free, row, model, -1, 0)
 
 
 @njit(cache=True)
-def _frag_whole(code, knobs, cpu_free, mem_free, row, model, shapes, k):
+def _frag_whole(code, knobs, shapes, cpu_free, mem_free, row, model, k):
     """Fragmentation after taking the `k` lowest-numbered idle devices."""
     tmp = row.copy()
     left = k
@@ -494,7 +512,7 @@ def _frag_whole(code, knobs, cpu_free, mem_free, row, model, shapes, k):
         if tmp[d] == 1000:
             tmp[d] = 0
             left -= 1
-    return _measure(code, knobs, cpu_free, mem_free, tmp, model, shapes, -1, 0)
+    return _measure(code, knobs, shapes, cpu_free, mem_free, tmp, model, -1, 0)
 
 
 @njit(cache=True)
@@ -564,7 +582,12 @@ def _packing_score(row, k, m):
 
 
 @njit(cache=True)
-def _node_score(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, max_cpu, max_gpu, pressure):
+def _node_score(code, knobs, shapes, pressure, nodes, n, frag_now, pod, max_cpu, max_gpu):
+    # the Scoring's fields one by one: this runs per node, and taking arrays out of a tuple costs
+    # a reference count per array each time
+    cpu = pod.cpu
+    k = pod.num_gpu
+    m = pod.gpu_milli
     row = nodes.dev_free[n]
     if code == BESTFIT:
         s = 0.0
@@ -597,19 +620,19 @@ def _node_score(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, max_cpu
         return _idle_count(row) / ndev
     # FGD family: best over candidate devices of -(increase in fragmentation)
     cf = nodes.cpu_free[n] - cpu
-    mf = nodes.mem_free[n] - mem
+    mf = nodes.mem_free[n] - pod.mem
     model = nodes.model[n]
     if k == 0:
-        inc = _frag(code, knobs, cf, mf, row, model, shapes) - frag_now
+        inc = _measure(code, knobs, shapes, cf, mf, row, model, -1, 0) - frag_now
     elif m < 1000:
         inc = 1e300
         for d in range(row.shape[0]):
             if row[d] >= m:
-                v = _measure(code, knobs, cf, mf, row, model, shapes, d, m) - frag_now
+                v = _measure(code, knobs, shapes, cf, mf, row, model, d, m) - frag_now
                 if v < inc:
                     inc = v
     else:
-        inc = _frag_whole(code, knobs, cf, mf, row, model, shapes, k) - frag_now
+        inc = _frag_whole(code, knobs, shapes, cf, mf, row, model, k) - frag_now
     if code == FGD:
         return _sigmoid_score(inc)
     # taking GPUs of a model that constrained shapes need costs in proportion
@@ -627,7 +650,9 @@ def _node_score(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, max_cpu
 
 
 @njit(cache=True)
-def _pick_devices(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, u1, out):
+def _pick_devices(code, knobs, shapes, nodes, n, frag_now, pod, u1, out):
+    k = pod.num_gpu
+    m = pod.gpu_milli
     row = nodes.dev_free[n]
     if k == 0:
         return
@@ -658,11 +683,11 @@ def _pick_devices(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, u1, o
             if row[d] >= m and (best < 0 or row[d] > row[best]):
                 best = d
     elif code == FGD or code == FGD_PACK:  # noqa: SIM109 - kept explicit for numba
-        cf = nodes.cpu_free[n] - cpu
+        cf = nodes.cpu_free[n] - pod.cpu
         best_v = 0.0
         for d in range(row.shape[0]):
             if row[d] >= m:
-                v = _measure(code, knobs, cf, nodes.mem_free[n] - mem, row, nodes.model[n], shapes, d, m)
+                v = _measure(code, knobs, shapes, cf, nodes.mem_free[n] - pod.mem, row, nodes.model[n], d, m)
                 if code == FGD:
                     v = -_sigmoid_score(v - frag_now)
                 if best < 0 or v < best_v:
@@ -676,20 +701,22 @@ def _pick_devices(code, nodes, n, frag_now, shapes, knobs, cpu, mem, k, m, u1, o
 
 
 @njit(cache=True)
-def _choose(code, nodes, frag, shapes, knobs, pressure, cpu, mem, k, m, mask, u0, u1, out):
+def _choose(scoring, nodes, frag, pod, u0, u1, out):
+    """The node for ``pod`` (its devices written to ``out``), -1 if it fits nowhere; u0, u1 uniforms."""
     n_nodes = nodes.cpu_free.shape[0]
+    code, knobs, shapes, pressure = scoring.code, scoring.knobs, scoring.shapes, scoring.pressure
     if code == RANDOM:
         cnt = 0
         for n in range(n_nodes):
-            if _fits(nodes, n, cpu, mem, k, m, mask):
+            if _fits(nodes, n, pod):
                 cnt += 1
         if cnt == 0:
             return -1
         target = min(np.int64(u0 * cnt), cnt - 1)
         for n in range(n_nodes):
-            if _fits(nodes, n, cpu, mem, k, m, mask):
+            if _fits(nodes, n, pod):
                 if target == 0:
-                    _pick_devices(code, nodes, n, 0.0, shapes, knobs, cpu, mem, k, m, u1, out)
+                    _pick_devices(code, knobs, shapes, nodes, n, 0.0, pod, u1, out)
                     return n
                 target -= 1
         return -1
@@ -709,7 +736,7 @@ def _choose(code, nodes, frag, shapes, knobs, pressure, cpu, mem, k, m, mask, u0
     best = -1
     best_s = 0.0
     for n in range(n_nodes):
-        if not _fits(nodes, n, cpu, mem, k, m, mask):
+        if not _fits(nodes, n, pod):
             continue
         # an untouched node scores like every untouched node of its kind; the
         # lowest-numbered one already won any tie
@@ -717,54 +744,33 @@ def _choose(code, nodes, frag, shapes, knobs, pressure, cpu, mem, k, m, mask, u0
             if seen[nodes.kind[n]]:
                 continue
             seen[nodes.kind[n]] = True
-        s = _node_score(code, nodes, n, frag[n], shapes, knobs, cpu, mem, k, m, max_cpu, max_gpu, pressure)
+        s = _node_score(code, knobs, shapes, pressure, nodes, n, frag[n], pod, max_cpu, max_gpu)
         if best < 0 or s > best_s:
             best = n
             best_s = s
     if best >= 0:
-        _pick_devices(code, nodes, best, frag[best], shapes, knobs, cpu, mem, k, m, u1, out)
+        _pick_devices(code, knobs, shapes, nodes, best, frag[best], pod, u1, out)
     return best
 
 
 @njit(cache=True)
-def _simulate(code, nodes, shapes, knobs, pressure, cpu, mem, num_gpu, gpu_milli, mask, uniforms):
+def _simulate(scoring, nodes, pods, uniforms):
     n_nodes = nodes.cpu_free.shape[0]
     frag = np.zeros(n_nodes)
-    if shapes.cpu.shape[0] > 0:
-        for n in range(n_nodes):
-            frag[n] = _frag(
-                code, knobs, nodes.cpu_free[n], nodes.mem_free[n], nodes.dev_free[n], nodes.model[n], shapes
-            )
-    placed = np.full(cpu.shape[0], -1, dtype=np.int64)
+    if scoring.shapes.cpu.shape[0] > 0:
+        frag = _node_frags(scoring, nodes)
+    placed = np.full(pods.cpu.shape[0], -1, dtype=np.int64)
     out = np.full(max(nodes.dev_free.shape[1], 1), -1, dtype=np.int64)
-    for i in range(cpu.shape[0]):
-        k = num_gpu[i]
-        m = gpu_milli[i]
-        n = _choose(
-            code,
-            nodes,
-            frag,
-            shapes,
-            knobs,
-            pressure,
-            cpu[i],
-            mem[i],
-            k,
-            m,
-            mask[i],
-            uniforms[i, 0],
-            uniforms[i, 1],
-            out,
-        )
+    for i in range(pods.cpu.shape[0]):
+        pod = PodRequest(pods.cpu[i], pods.mem[i], pods.num_gpu[i], pods.gpu_milli[i], pods.model_mask[i])
+        n = _choose(scoring, nodes, frag, pod, uniforms[i, 0], uniforms[i, 1], out)
         if n < 0:
             continue
         placed[i] = n
-        nodes.cpu_free[n] -= cpu[i]
-        nodes.mem_free[n] -= mem[i]
-        for j in range(k):
-            nodes.dev_free[n, out[j]] -= m
-        if shapes.cpu.shape[0] > 0:
-            frag[n] = _frag(
-                code, knobs, nodes.cpu_free[n], nodes.mem_free[n], nodes.dev_free[n], nodes.model[n], shapes
-            )
+        nodes.cpu_free[n] -= pod.cpu
+        nodes.mem_free[n] -= pod.mem
+        for j in range(pod.num_gpu):
+            nodes.dev_free[n, out[j]] -= pod.gpu_milli
+        if scoring.shapes.cpu.shape[0] > 0:
+            frag[n] = _frag(scoring, nodes.cpu_free[n], nodes.mem_free[n], nodes.dev_free[n], nodes.model[n])
     return placed

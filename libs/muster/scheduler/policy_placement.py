@@ -35,6 +35,7 @@ import numpy as np
 
 from muster.kernels import placement as pl
 from muster.kernels import policies as pol
+from muster.kernels.share import device_share
 
 from .config import GPU_POLICIES
 from .state import ACTIVE, PENDING, ClusterState
@@ -57,7 +58,7 @@ def shape_of(kind: int, whole: int, share: float, gpu_memory: int, dev_mem: int)
     if kind == pl.FRACTION:
         return 1, min(max(round(share * pol.MILLI), 1), pol.MILLI - 1)
     if kind == pl.MEMORY and dev_mem > 0:
-        return 1, min(max(round(gpu_memory / dev_mem * pol.MILLI), 1), pol.MILLI)
+        return 1, min(max(round(device_share(kind, share, gpu_memory, dev_mem) * pol.MILLI), 1), pol.MILLI)
     return None
 
 

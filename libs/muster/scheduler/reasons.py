@@ -55,7 +55,7 @@ def not_leaf(queue: str) -> str:
 
 def describe(req: PodReq) -> str:
     parts = []
-    if req.gpu_memory:
+    if req.kind == pl.MEMORY:
         parts.append(f"{amount(2, req.gpu_memory)} of gpu memory")
     elif req.gpu:
         parts.append(f"{_num(req.gpu)} gpu")

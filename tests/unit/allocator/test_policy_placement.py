@@ -225,13 +225,10 @@ def test_a_policy_places_a_pod_exactly_when_binpack_does(case, policy):
 
 def _fits(nodes: pl.NodeArrays, pods: pl.PodArrays) -> tuple[set[int], set[int]]:
     """Nodes where binpack's test lets the pod run, and those where it runs on idle resources."""
-    prow = pods.ints[0]
+    request = pl._request(pods, 0)
     fits, idle = set(), set()
     for n in np.flatnonzero(pods.eligible[0]).tolist():
-        ok, tier, _ = pl._evaluate(
-            nodes.ints, nodes.dev, nodes.ext, n, prow[0], prow[1], pods.share[0], prow[2], prow[3],
-            prow[4], pods.ext[0], pl.BINPACK, pl.BINPACK,
-        )  # fmt: skip
+        ok, tier = pl._binpack_fit(nodes, n, request)
         if ok:
             fits.add(n)
             if tier % 1000 >= 100:

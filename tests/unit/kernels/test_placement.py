@@ -224,11 +224,6 @@ def test_room_counts_copies_per_node():
     assert list(pl.room(arr, pods, 0, 5)) == [2, 0]
 
 
-def test_pod_kind_rejects_a_non_integral_multi_gpu_request():
-    with pytest.raises(ValueError, match="whole number"):
-        pl.pod_kind(1.5, 0)
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     st.integers(0, 2**32 - 1),
