@@ -2,8 +2,8 @@
 
 Lowest in the tree (it imports nothing) so that the kernels, the scheduler,
 the simulated fleet, scenarios and chaos checks can all read it. Numba
-compiles these module-level floats into a kernel as constants: after
-changing one, delete the cached kernels (``__pycache__/*.nb*``).
+compiles these module-level floats into a kernel as constants; this module
+is part of the digest that names the kernel cache (``muster.kernels.jit``).
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+
+from muster.kernels.jit import njit
 
 RESOURCES = ("gpu", "cpu", "memory")
 

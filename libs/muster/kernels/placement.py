@@ -41,8 +41,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from muster.kernels.jit import njit
 from muster.kernels.share import CPU_ONLY, FRACTION, MEMORY, WHOLE, device_share
 from muster.kernels.share import pod_kind as pod_kind  # callers know the kinds as pl.WHOLE, pl.pod_kind
 from muster.tolerances import EPS

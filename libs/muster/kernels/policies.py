@@ -50,7 +50,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+
+from muster.kernels.jit import njit
 
 MILLI = 1000
 ANY_MODEL = np.int64(-1)  # bitmask accepting every GPU model

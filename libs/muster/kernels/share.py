@@ -18,7 +18,7 @@ allocator hold different shares of the same device.
 
 from __future__ import annotations
 
-from numba import njit
+from muster.kernels.jit import njit
 
 # pod kinds
 CPU_ONLY = 0

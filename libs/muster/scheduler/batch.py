@@ -16,9 +16,10 @@ job, and the first failure of each shape (whose reason reads the nodes),
 goes back to Python: the kernel returns, the caller handles the job with
 the reference code and resumes the kernel, which then finishes that pop.
 
-Numba's cache tracks this file only: after changing the placement kernels
-or the rules this module compiles in (``capacity``, ``ordering``, ``gang``,
-``muster.tolerances``), delete its cached kernels (``__pycache__/batch.*.nb*``).
+The placement kernels and the rules this module compiles in (``capacity``,
+``ordering``, ``gang``, ``muster.tolerances``) are part of the digest that
+names the kernel cache (``muster.kernels.jit``), so a change to any of them
+recompiles this module too.
 
 ``visit`` pops jobs ahead in batches at the current shares and hands them
 to Python in order; when a try changes the shares, the rest of the batch
@@ -31,10 +32,10 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from muster.events import BindRequested
 from muster.kernels import placement as pl
+from muster.kernels.jit import njit
 from muster.kernels.placement import (
     _best_fraction_indexed,
     _best_node,

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from numba import njit
-
+from muster.kernels.jit import njit
 from muster.tolerances import EPS, UNLIMITED
 
 from . import reasons

@@ -7,7 +7,7 @@ is written with comparisons only, so it reads one job or arrays of them.
 
 from __future__ import annotations
 
-from numba import njit
+from muster.kernels.jit import njit
 
 from .state import BINDING, BOUND, Job
 

@@ -12,8 +12,8 @@ import heapq
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from numba import njit
 
+from muster.kernels.jit import njit
 from muster.tolerances import UNLIMITED
 
 from .gang import elastic_state

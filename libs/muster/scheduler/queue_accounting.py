@@ -11,6 +11,7 @@ import numpy as np
 
 from muster import events as ev
 from muster.kernels import fairshare
+from muster.kernels.share import MEMORY, device_share
 
 from .config import FairnessConfig
 from .state import ClusterState, decayed_seconds
@@ -103,7 +104,7 @@ def queue_accounting(
         i = table.index.get(name)
         if i is None:
             continue
-        gpu_mem_req = s[R_GPU_MEM] / min_dev_mem if min_dev_mem else 0.0
+        gpu_mem_req = max(device_share.py_func(MEMORY, 0.0, s[R_GPU_MEM], min_dev_mem), 0.0)
         row_a = (s[A_GPU], s[A_CPU], s[A_MEM])
         row_np = (s[NP_GPU], s[NP_CPU], s[NP_MEM])
         row_r = (

@@ -11,6 +11,7 @@ import numpy as np
 
 from muster import events as ev
 from muster.kernels import placement as pl
+from muster.kernels.share import device_share
 
 from .config import AllocatorConfig
 from .ordering import QueueShares
@@ -136,7 +137,7 @@ class Session:
         for i in pods:
             req = job.pods[i]
             if req.gpu_memory:
-                gpu += req.gpu_memory / self.min_dev_mem if self.min_dev_mem else 0.0
+                gpu += max(device_share.py_func(pl.MEMORY, 0.0, req.gpu_memory, self.min_dev_mem), 0.0)
             else:
                 gpu += req.gpu
             cpu += req.cpu

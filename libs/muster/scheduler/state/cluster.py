@@ -22,6 +22,7 @@ import msgspec
 
 from muster import events as ev
 from muster.kernels import placement as pl
+from muster.kernels.share import device_share
 
 from .adoptions import Adoptions, AdoptionsImage
 from .ledger import LedgerImage, PodLedger
@@ -40,6 +41,9 @@ from .pods import (
 )
 from .queue_sums import QueueSums, QueueSumsImage
 from .usage import UsageHistory, UsageImage
+
+# The rule in plain Python: one call per pod, where entering a compiled function costs more than it.
+_share_of = device_share.py_func
 
 
 class ClusterImage(msgspec.Struct, kw_only=True):
@@ -335,12 +339,7 @@ class ClusterState:
             job.acct[i] = (req.gpu, req.cpu, req.memory)
         else:
             dev_mem = node.spec.resources.gpu_memory if node is not None else 0
-            if req.kind == pl.FRACTION:
-                job.share[i] = share or req.share
-            elif req.kind == pl.MEMORY:
-                job.share[i] = share or (req.gpu_memory / dev_mem if dev_mem else 0.0)
-            else:
-                job.share[i] = 0.0
+            job.share[i] = share or max(_share_of(req.kind, req.share, req.gpu_memory, dev_mem), 0.0)
             job.acct[i] = (gpu_accounting(req, dev_mem), req.cpu, req.memory)
         slot = job.node[i]
         if slot >= 0:
@@ -369,11 +368,9 @@ class ClusterState:
         if node is None or i in job.moves:
             return
         req = job.pods[i]
-        if req.kind == pl.MEMORY and not share:
+        if not share:
             dev_mem = node.spec.resources.gpu_memory
-            share = req.gpu_memory / dev_mem if dev_mem else 0.0
-        elif req.kind == pl.FRACTION and not share:
-            share = req.share
+            share = max(_share_of(req.kind, req.share, req.gpu_memory, dev_mem), 0.0)
         job.moves[i] = (
             node.slot,
             tuple(int(g) for g in gpus),

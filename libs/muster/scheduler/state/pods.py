@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from muster import events as ev
 from muster.kernels import placement as pl
+from muster.kernels.share import UNKNOWN_SHARE, device_share
 
 PENDING, BINDING, PIPELINED, BOUND, RELEASING, COMPLETED = range(6)
 STATE_NAMES = ("pending", "binding", "pipelined", "bound", "releasing", "completed")
@@ -139,7 +140,6 @@ def is_stale(job: Job) -> bool:
 def gpu_accounting(req: PodReq, dev_mem: int) -> float:
     """GPUs a placed pod counts for in its queue: a gpu-memory pod as memory / device memory, up to 0.01."""
     if req.kind == pl.MEMORY:
-        if dev_mem <= 0:
-            return 0.0
-        return math.ceil(round(req.gpu_memory / dev_mem * 100, 9)) / 100
+        share = device_share.py_func(pl.MEMORY, 0.0, req.gpu_memory, dev_mem)
+        return 0.0 if share == UNKNOWN_SHARE else math.ceil(round(share * 100, 9)) / 100
     return req.gpu
