@@ -37,12 +37,13 @@ from muster.events import BindRequested
 from muster.kernels import placement as pl
 from muster.kernels.jit import njit
 from muster.kernels.placement import (
-    _best_fraction_indexed,
-    _best_node,
-    _best_whole_indexed,
-    _commit,
-    _rebucket,
-    _uncommit,
+    _apply,
+    _indexed_best_fraction,
+    _indexed_best_whole,
+    _refile,
+    _request,
+    _scan_best,
+    _unapply,
 )
 
 from . import reasons
@@ -368,84 +369,22 @@ def _over_capacity(t, jobs, out, ctl, j):
 
 
 @njit(cache=True, inline="always")
-def _best_node_for(nodes, index, sg, sc, pods, row, kind, whole, elig, cpu, mem):
-    """The node ``placement.place`` would choose for pod row ``row``, or -1."""
-    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
-    if kind == pl.WHOLE:
-        node = _best_whole_indexed(
-            ints,
-            dev,
-            ext,
-            elig,
-            whole,
-            cpu,
-            mem,
-            pods.ext[row],
-            index.bits,
-            index.counts,
-            index.node_of_rank,
-            index.class_start,
-            index.class_buckets,
-        )
-    elif kind == pl.FRACTION or kind == pl.MEMORY:  # noqa: SIM109 (numba)
-        node = _best_fraction_indexed(
-            ints,
-            dev,
-            ext,
-            elig,
-            kind,
-            pods.share[row],
-            pods.ints[row, pl.P_GPU_MEM],
-            cpu,
-            mem,
-            pods.ext[row],
-            sg,
-            sc,
-            index.bits,
-            index.counts,
-            index.node_of_rank,
-            index.class_start,
-            index.class_buckets,
-        )
-    else:
-        node = _best_node(
-            ints,
-            dev,
-            ext,
-            elig,
-            kind,
-            whole,
-            pods.share[row],
-            pods.ints[row, pl.P_GPU_MEM],
-            cpu,
-            mem,
-            pods.ext[row],
-            sg,
-            sc,
-        )
-    return node
+def _best_node_for(nodes, index, sg, sc, elig, req):
+    """The node ``placement.place`` would choose for the pod ``req`` asks for, or -1."""
+    if req.kind == pl.WHOLE:
+        return _indexed_best_whole(nodes, elig, req, index)
+    if req.kind == pl.FRACTION or req.kind == pl.MEMORY:  # noqa: SIM109 (numba)
+        return _indexed_best_fraction(nodes, elig, req, sg, sc, index)
+    return _scan_best(nodes, elig, req, sg, sc)
 
 
 @njit(cache=True, inline="always")
 def _unbind(pods, first, nodes, index, out, base, count):
     """Undo the first ``count`` placements of a shape whose pod rows start at ``first``, newest first."""
-    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     for u in range(count - 1, -1, -1):
         m = base + u
-        row = first + u
-        _uncommit(
-            ints,
-            dev,
-            ext,
-            out.node[m],
-            pods.ints[row, pl.P_KIND],
-            pods.ints[row, pl.P_CPU],
-            pods.ints[row, pl.P_MEM],
-            pods.ext[row],
-            out.devices[m],
-            out.share[m],
-        )
-        _rebucket(ints, dev, out.node[m], index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+        _unapply(nodes, out.node[m], _request(pods, first + u), out.devices[m], out.share[m])
+        _refile(nodes.ints, nodes.dev, out.node[m], index)
 
 
 @njit(cache=True, inline="always")
@@ -476,15 +415,10 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
     first = shapes.start[s]
     n = shapes.start[s + 1] - first
     base = ctl[C_PLACED]
-    ints, dev, ext = nodes.ints, nodes.dev, nodes.ext
     for i in range(n):
         row = first + i
-        kind = pods.ints[row, pl.P_KIND]
-        whole = pods.ints[row, pl.P_WHOLE]
-        elig = pods.eligible[pods.ints[row, pl.P_SPEC]]
-        cpu = pods.ints[row, pl.P_CPU]
-        mem = pods.ints[row, pl.P_MEM]
-        node = _best_node_for(nodes, index, sg, sc, pods, row, kind, whole, elig, cpu, mem)
+        req = _request(pods, row)
+        node = _best_node_for(nodes, index, sg, sc, pods.eligible[pods.ints[row, pl.P_SPEC]], req)
         if node < 0:
             _unbind(pods, first, nodes, index, out, base, i)
             ctl[C_COUNT] = i
@@ -493,25 +427,9 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
         out.devices[m, :] = -1
         out.share[m] = 0.0
         out.node[m] = node
-        out.pipelined[m] = _commit(
-            ints,
-            dev,
-            ext,
-            node,
-            kind,
-            whole,
-            pods.share[row],
-            pods.ints[row, pl.P_GPU_MEM],
-            cpu,
-            mem,
-            pods.ext[row],
-            sg,
-            out.devices,
-            out.share,
-            m,
-            False,  # the batch path places pending jobs: idle devices first
-        )
-        _rebucket(ints, dev, node, index.bits, index.counts, index.bucket_of, index.strategy_gpu)
+        # the batch path places pending jobs: idle devices first
+        out.pipelined[m] = _apply(nodes, node, req, sg, out.devices, out.share, m, False)
+        _refile(nodes.ints, nodes.dev, node, index)
     _pipeline_gang(out, base, n, jobs.min_available[j])
     non_preemptible = not jobs.preemptible[j]
     for i in range(n):
