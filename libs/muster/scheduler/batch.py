@@ -591,18 +591,33 @@ def _allocate_jobs(
     plain = job_shape >= 0
     if shape_reqs.shape[0]:
         req[plain] = shape_reqs[job_shape[plain]]
-    arrays = Jobs(
+    skip = np.zeros(nj, dtype=np.bool_)
+    arrays = _job_arrays(jobs, leaf_of, job_shape, min_available, elastic, req, skip)
+    return arrays, shapes, shape_keys
+
+
+def _job_arrays(
+    jobs: list[Job],
+    leaf_of: list[int],
+    shape: np.ndarray,
+    min_available: np.ndarray,
+    elastic: np.ndarray,
+    req: np.ndarray,
+    skip: np.ndarray,
+) -> Jobs:
+    """The kernel's per-job arrays: what orders the jobs (priority, elastic state, submission) and what
+    each asks for, beside the columns the caller worked out."""
+    return Jobs(
         neg_priority=-np.array([j.priority for j in jobs], dtype=np.int64),
         elastic=elastic,
         submitted=np.array([j.submitted_at for j in jobs], dtype=np.float64),
         req=req,
         leaf=np.array(leaf_of, dtype=np.int64),
-        shape=job_shape,
+        shape=shape,
         preemptible=np.array([j.preemptible for j in jobs], dtype=np.bool_),
         min_available=min_available,
-        skip=np.zeros(nj, dtype=np.bool_),
+        skip=skip,
     )
-    return arrays, shapes, shape_keys
 
 
 def _allocate_out(s: Session, nj: int, n_pods: int) -> Out:
@@ -713,17 +728,7 @@ def visit(s: Session, leaf_jobs: dict[int, list[Job]], fn: Visit) -> None:
         req[j] = requests[j][1]
         skip[j] = not pods
         elastic[j] = elastic_state(s.active(job), job.min_available)
-    arrays = Jobs(
-        neg_priority=-np.array([j.priority for j in jobs], dtype=np.int64),
-        elastic=elastic,
-        submitted=np.array([j.submitted_at for j in jobs], dtype=np.float64),
-        req=req,
-        leaf=np.array(leaf_of, dtype=np.int64),
-        shape=np.full(nj, -1, dtype=np.int64),
-        preemptible=np.array([j.preemptible for j in jobs], dtype=np.bool_),
-        min_available=min_available,
-        skip=skip,
-    )
+    arrays = _job_arrays(jobs, leaf_of, np.full(nj, -1, dtype=np.int64), min_available, elastic, req, skip)
     tree, order = _tree(s, arrays, leaf_jobs)
     _build(tree, arrays, order)
     ctl = np.zeros(8, dtype=np.int64)

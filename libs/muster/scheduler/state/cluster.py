@@ -179,6 +179,13 @@ class ClusterState:
         job = self.ledger.jobs.get(name)
         return job if job is not None and 0 <= i < len(job.pods) else None
 
+    def _pod_state(
+        self, event: ev.PodEvicted | ev.PodCompleted | ev.PodFailed
+    ) -> tuple[Job | None, int, int]:
+        """The event's job (None if unknown), its pod's index and that pod's state."""
+        job = self._pod(event.job, event.pod)
+        return job, event.pod, (job.state[event.pod] if job is not None else -1)
+
     def _bind_requested(self, event: ev.BindRequested) -> None:
         job = self._pod(event.job, event.pod)
         if job is None:
@@ -225,11 +232,9 @@ class ClusterState:
             self._transition(job, i, RELEASING)
 
     def _pod_evicted(self, event: ev.PodEvicted) -> None:
-        job = self._pod(event.job, event.pod)
+        job, i, st = self._pod_state(event)
         if job is None:
             return
-        i = event.pod
-        st = job.state[i]
         if st == RELEASING:
             self._release(job, i, pl.D_REL)
             move = job.moves.get(i)
@@ -244,11 +249,9 @@ class ClusterState:
 
     def _pod_finished(self, event: ev.PodCompleted | ev.PodFailed) -> None:
         # A pod that exited, well or not, is done: its resources are free and it is not retried.
-        job = self._pod(event.job, event.pod)
+        job, i, st = self._pod_state(event)
         if job is None:
             return
-        i = event.pod
-        st = job.state[i]
         if st == RELEASING:
             self._let_go(job, i, pl.D_REL)
             if i in job.moves:
