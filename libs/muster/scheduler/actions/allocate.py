@@ -13,6 +13,7 @@ from ..gang import pipeline_all
 from ..session import Session
 from ..state import Job
 from ..statement import Statement
+from .common import pending_by_leaf
 
 
 class AllocateAction:
@@ -29,28 +30,7 @@ class AllocateAction:
     @staticmethod
     def queued(s: Session) -> dict[int, list[Job]]:
         """Pending jobs by leaf queue, in name order; a job that cannot be queued gets its reason."""
-        table = s.table
-        leaf_jobs: dict[int, list[Job]] = {}
-        jobs, index, children = s.state.jobs, table.index, table.children
-        for name in s.state.ledger.sorted_pending():
-            job = jobs[name]
-            q = index.get(job.queue)
-            if q is None:
-                s.reasons[name] = reasons.unknown_queue(job.queue)
-                continue
-            if children[q]:
-                s.reasons[name] = reasons.not_leaf(job.queue)
-                continue
-            if job.shape < 0:  # a job with a shape has only valid pods
-                bad = next((p.invalid for p in job.pods if p.invalid), None)
-                if bad is not None:
-                    s.reasons[name] = reasons.invalid_pod(bad)
-                    continue
-            leaf = leaf_jobs.get(q)
-            if leaf is None:
-                leaf = leaf_jobs[q] = []
-            leaf.append(job)
-        return leaf_jobs
+        return pending_by_leaf(s, record=True)
 
     def _attempt(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import batch
+from .. import batch, reasons
 from ..ordering import JobQueue, job_key
 from ..session import Session
 from ..state import Job
@@ -12,21 +12,33 @@ from ..state import Job
 Request = tuple[float, float, float]
 
 
-def pending_by_leaf(s: Session) -> dict[int, list[Job]]:
-    """Pending jobs that may be placed, by leaf queue index, in name order."""
+def pending_by_leaf(s: Session, record: bool = False) -> dict[int, list[Job]]:
+    """Pending jobs that may be placed, by leaf queue index, in name order; with ``record``, a job that
+    cannot be queued gets its reason."""
     table = s.table
     jobs, index, children = s.state.jobs, table.index, table.children
     leaf_jobs: dict[int, list[Job]] = {}
     for name in s.state.ledger.sorted_pending():
         job = jobs[name]
         q = index.get(job.queue)
-        if q is None or children[q] or (job.shape < 0 and any(p.invalid for p in job.pods)):
-            continue
-        leaf = leaf_jobs.get(q)
-        if leaf is None:
-            leaf = leaf_jobs[q] = []
-        leaf.append(job)
+        if q is not None and not children[q] and (job.shape >= 0 or not any(p.invalid for p in job.pods)):
+            leaf = leaf_jobs.get(q)
+            if leaf is None:
+                leaf = leaf_jobs[q] = []
+            leaf.append(job)
+        elif record:
+            s.reasons[name] = why_not_queued(job, q, children)
     return leaf_jobs
+
+
+def why_not_queued(job: Job, q: int | None, children) -> str:
+    """Why a pending job cannot wait in a leaf queue: its queue is unknown or not a leaf, or a pod of it
+    is invalid (a job with a shape has only valid pods)."""
+    if q is None:
+        return reasons.unknown_queue(job.queue)
+    if children[q]:
+        return reasons.not_leaf(job.queue)
+    return reasons.invalid_pod(next(p.invalid for p in job.pods if p.invalid))
 
 
 Visit = Callable[[Job, list[int], Request], None]
