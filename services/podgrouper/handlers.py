@@ -24,7 +24,7 @@ class PodgrouperHandlers:
                     context=delivery.context,
                     attributes={"muster.workload": submission.uid},
                 ) as span:
-                    events = group_submission(submission)
+                    events = group_submission(submission, admitted=True)
                     span.set_attribute("muster.jobs", [getattr(e, "name", "") for e in events])
                     for i, chunk in enumerate(chunk_events(events)):
                         await self.bus.publish(

@@ -163,22 +163,25 @@ def group_manifests(
     uid: str = "",
     queue_override: str | None = None,
     registry: Registry | None = None,
+    nesting_bounded: bool = False,
 ) -> list[PodGroupCreated]:
     """The pod groups a submission makes, in document order.
 
     Raises ``ManifestError`` naming the field path (and the document, when there
     are several) for a manifest that cannot be grouped, or when no document of
-    the submission runs any pod.
+    the submission runs any pod. ``nesting_bounded`` says the caller has already
+    refused documents nested past ``limits.MAX_DEPTH`` (a reader's admission does).
     """
     if not isinstance(docs, list) or not docs:
         raise ManifestError("", "expected at least one manifest")
     many = len(docs) > 1
-    # Every document first: a plugin may read any of them (a runtime, a template) recursively.
-    for i, doc in enumerate(docs):
-        try:
-            check_depth(doc)
-        except ManifestError as exc:
-            raise (exc.in_document(i) if many else exc) from None
+    if not nesting_bounded:
+        # Every document first: a plugin may read any of them (a runtime, a template) recursively.
+        for i, doc in enumerate(docs):
+            try:
+                check_depth(doc)
+            except ManifestError as exc:
+                raise (exc.in_document(i) if many else exc) from None
     batch = Batch(docs=tuple(docs))
     grouping = _Grouping(batch, uid, registry or REGISTRY)
     priorities = batch.priority_values()
@@ -214,9 +217,9 @@ def group_manifests(
                         uid=uid,
                         queue_override=queue_override,
                     )
+                    _check_bounds(event)
                 if top != i and top in pod_group_of:
                     event = msgspec.structs.replace(event, name=pod_group_of[top])
-                _check_bounds(event)
                 pod_group_of.setdefault(i, event.name)
                 events.append(event)
                 pods += sum(p.count for p in event.pods)

@@ -199,7 +199,8 @@ class Context(msgspec.Struct, frozen=True):
 
 class Grouper(Protocol):
     """A plugin: the pod groups one object makes. May also return finished
-    ``PodGroupCreated`` events (queue, priority and all decided by the plugin)."""
+    ``PodGroupCreated`` events (queue, priority and all decided by the plugin), which
+    must be within ``muster.bounds`` already (``muster.scenario.job_to_podgroup`` sees to it)."""
 
     def __call__(
         self, obj: dict[str, Any], path: str, meta: Meta, ctx: Context

@@ -7,8 +7,12 @@ from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
 
 
-def group_submission(submission: WorkloadSubmitted) -> list[Event]:
-    """PodGroupCreated for each gang of the workload, or one WorkloadRejected naming the field."""
+def group_submission(submission: WorkloadSubmitted, *, admitted: bool = False) -> list[Event]:
+    """PodGroupCreated for each gang of the workload, or one WorkloadRejected naming the field.
+
+    ``admitted``: the submission came through a reader's admission (``muster.bus.admission``),
+    which bounds the manifests' nesting exactly as grouping would, so they are not walked again.
+    """
     try:
         return list(
             group_manifests(
@@ -16,6 +20,7 @@ def group_submission(submission: WorkloadSubmitted) -> list[Event]:
                 submitted_at=submission.submitted_at,
                 uid=submission.uid,
                 queue_override=submission.queue,
+                nesting_bounded=admitted,
             )
         )
     except ManifestError as exc:

@@ -42,15 +42,19 @@ class Owners:
         return self._by_name.get(name)
 
 
-def decide_submission(owners: Owners, tenant: str, queue: str, submission: WorkloadSubmitted) -> list[Event]:
-    """The tenant's groups, in ``queue`` and owned by it; or one WorkloadRejected naming the field."""
+def decide_submission(
+    owners: Owners, tenant: str, queue: str, submission: WorkloadSubmitted, *, admitted: bool = False
+) -> list[Event]:
+    """The tenant's groups, in ``queue`` and owned by it; or one WorkloadRejected naming the field.
+
+    ``admitted`` as for ``group_submission``."""
 
     def rejected(error: str, field: str) -> list[Event]:
         return [WorkloadRejected(uid=submission.uid, error=error, field=field)]
 
     if submission.queue not in (None, queue):
         return rejected(f"{submission.queue!r} is not the queue it was submitted to ({queue!r})", "queue")
-    events = group_submission(submission)
+    events = group_submission(submission, admitted=admitted)
     groups: list[Event] = []
     for event in events:
         if not isinstance(event, PodGroupCreated):

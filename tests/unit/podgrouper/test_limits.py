@@ -310,3 +310,23 @@ def test_a_job_may_run_more_completions_than_the_pod_bound():
         f"spec: {{parallelism: 2, completions: 1000000000, template: {POD_YAML}}}"
     )
     assert [g.name for g in groups] == ["j-0", "j-1"]
+
+
+@pytest.mark.parametrize(
+    ("resources", "field"),
+    [
+        ({"gpu": 10**6}, "spec.pods[0].resources.gpu"),
+        ({"gpu": 1, "cpu": 10**12}, "spec.pods[0].resources.cpu"),
+    ],
+)
+def test_a_muster_job_past_the_bus_bounds_is_refused_naming_the_field(resources, field):
+    # Grouping leaves the bounds of a plugin's finished groups to the plugin (job_to_podgroup).
+    job = {
+        "apiVersion": "muster.dev/v1",
+        "kind": "Job",
+        "metadata": {"name": "big"},
+        "spec": {"queue": "default-queue", "pods": [{"count": 1, "resources": resources}]},
+    }
+    with pytest.raises(ManifestError) as info:
+        group_manifests([job])
+    assert info.value.path == field and "above the limit" in info.value.message

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from muster.bus import Delivery
+from muster.bus.admission import Refused, admit
 from muster.bus.memory import MemoryBus
-from muster.events import WorkloadRejected, WorkloadSubmitted, decode_envelope
-from muster.grouping.limits import MAX_PODS
+from muster.events import WorkloadRejected, WorkloadSubmitted, decode_envelope, encode_envelope
+from muster.grouping.limits import MAX_DEPTH, MAX_PODS
 from muster.grouping.submission import group_submission
 
 from services.podgrouper.handlers import PodgrouperHandlers
@@ -33,6 +36,28 @@ def test_a_thousand_levels_deep_manifest_is_rejected_naming_the_field():
     [answer] = group_submission(WorkloadSubmitted(uid="u1", manifests=[deep_manifest(1000)]))
     assert isinstance(answer, WorkloadRejected) and answer.uid == "u1"
     assert answer.field.startswith("spec.x.x") and "nested more than" in answer.error
+
+
+def _depth(levels_below_spec: int) -> int:
+    """Levels of a deep_manifest: the document, its spec, then one mapping per level."""
+    return levels_below_spec + 2
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH - 2, MAX_DEPTH - 1])
+def test_admission_bounds_a_submissions_nesting_exactly_as_grouping_does(levels):
+    # The podgrouper skips its own walk for admitted submissions (admitted=True): sound only
+    # while a document admission lets through is one grouping would let through, and no deeper.
+    bus = MemoryBus()
+    submission = WorkloadSubmitted(uid="u", manifests=[deep_manifest(levels)])
+    grouped = group_submission(submission)
+    try:
+        admit(bus.subjects, bus.subjects.workloads, encode_envelope([submission]))
+        admitted = True
+    except Refused:
+        admitted = False
+    nested_too_deep = isinstance(grouped[0], WorkloadRejected) and "nested more than" in grouped[0].error
+    assert admitted is not nested_too_deep
+    assert nested_too_deep is (_depth(levels) > MAX_DEPTH)
 
 
 def test_a_billion_replicas_are_rejected_naming_the_field():
