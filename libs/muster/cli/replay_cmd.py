@@ -18,7 +18,7 @@ from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, NoRunningSystem, Settings
 from muster.scheduler.config import AllocatorConfig
 from muster.subjects import Subjects
-from muster.whatif import what_if
+from muster.whatif import QueuesLeftOut, what_if
 
 BUS_WAIT = 5.0
 """Seconds a replay from the archive waits for the bus, for its snapshots, before doing without."""
@@ -49,8 +49,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--queues", help="what-if: re-run history with these queues (our queue YAML or KAI Queue manifests)"
     )
+    p.add_argument(
+        "--drop-queues",
+        action="store_true",
+        help="what-if: let the --queues file leave out live queues (their jobs are stranded); refused otherwise",
+    )
+    p.add_argument(
+        "--all", action="store_true", help="what-if: list every job (default: the first 20 of each change)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
+
+
+CATEGORY_WORDS = {
+    "started_earlier": "start earlier",
+    "started_later": "start later",
+    "unchanged": "start at the same time",
+    "no_longer_started": "no longer start",
+    "started_only_after": "start only in the what-if",
+    "started_in_neither": "start in neither run",
+}
+"""Each start category of muster.whatif in the words the report uses."""
+
+LISTED = 20
+"""Jobs named per category without --all."""
 
 
 def _what_if(args: argparse.Namespace, log: list[LoggedMessage]) -> int:
@@ -61,27 +83,68 @@ def _what_if(args: argparse.Namespace, log: list[LoggedMessage]) -> int:
         except (OSError, yaml.YAMLError, msgspec.ValidationError, ValueError) as exc:
             fail(f"{args.config}: {exc}")
     queues = read_queue_file(args.queues) if args.queues else None
-    report = what_if(log, config=config, queues=queues)
+    try:
+        report = what_if(log, config=config, queues=queues, drop_queues=args.drop_queues)
+    except QueuesLeftOut as exc:
+        fail(
+            f"{args.queues}: {exc}; their jobs could not run. "
+            "Add them to the file, or pass --drop-queues to re-run history without them"
+        )
     if args.json:
         print_json(report)
         return 0
-    s = report["summary"]
-    print(
-        f"what-if over {report['window_seconds']:.0f}s of history, {s['jobs']} jobs: {s['started_earlier']} start earlier, "
-        f"{s['started_later']} later, {s['unchanged']} unchanged, {s['never_started_after']} never start; "
-        f"{s['placement_changed']} placed differently"
-    )
-    print(f"{'queue':<20} {'GPU-h before':>13} {'after':>10} {'change':>10}")
-    for name, q in report["queues"].items():
-        print(
-            f"{name:<20} {q['gpu_hours_before']:>13.3f} {q['gpu_hours_after']:>10.3f} {q['gpu_hours_delta']:>+10.3f}"
-        )
-    moved = [(n, j) for n, j in report["jobs"].items() if j["start_delta"]]
-    for name, job in sorted(moved, key=lambda x: x[1]["start_delta"])[:20]:
-        print(
-            f"  {name}: starts {job['start_delta']:+.1f}s ({job['waited_before']}s -> {job['waited_after']}s waiting)"
-        )
+    for line in what_if_lines(report, None if args.all else LISTED):
+        print(line)
     return 0
+
+
+def what_if_lines(report: dict, listed: int | None = LISTED) -> list[str]:
+    """The what-if report as text: every job counted in a named category; the jobs of each category
+    whose start changed named (``listed`` of each, None: all, the unchanged ones too)."""
+    s = report["summary"]
+    counts = ", ".join(f"{s[c]} {words}" for c, words in CATEGORY_WORDS.items())
+    lines = [
+        f"what-if over {report['window_seconds']:.0f}s of history, {s['jobs']} jobs: {counts}; "
+        f"{s['placement_changed']} placed differently"
+    ]
+    if report.get("dropped_queues"):
+        lines.append(f"queues dropped (--drop-queues): {', '.join(report['dropped_queues'])}")
+    lines += _gpu_hours_table(report["queues"])
+    for category, words in CATEGORY_WORDS.items():
+        if category == "unchanged" and listed is not None:
+            continue
+        jobs = [(n, j) for n, j in report["jobs"].items() if j["category"] == category]
+        if not jobs:
+            continue
+        jobs.sort(key=lambda x: (-abs(x[1]["start_delta"] or 0.0), x[0]))
+        lines.append(f"{len(jobs)} {words}:")
+        lines += [f"  {name}: {_job_line(job)}" for name, job in jobs[:listed]]
+        if listed is not None and len(jobs) > listed:
+            lines.append(f"  … {len(jobs) - listed} more (--all to list them)")
+    return lines
+
+
+def _gpu_hours_table(queues: dict) -> list[str]:
+    width = max([len("queue"), *(len(name) for name in queues)])
+    lines = [f"{'queue':<{width}} {'GPU-h before':>13} {'after':>10} {'change':>10} {'recorded':>10}"]
+    for name, q in queues.items():
+        lines.append(
+            f"{name:<{width}} {q['gpu_hours_before']:>13.3f} {q['gpu_hours_after']:>10.3f} "
+            f"{q['gpu_hours_delta']:>+10.3f} {q['gpu_hours_recorded']:>10.3f}"
+        )
+    return lines
+
+
+def _job_line(job: dict) -> str:
+    before, after = job["waited_before"], job["waited_after"]
+    where = f"queue {job['queue']}"
+    if before is None and after is None:
+        return f"{where}, never starts"
+    if after is None:
+        return f"{where}, started after {before}s waiting; never starts in the what-if"
+    if before is None:
+        return f"{where}, never started; starts after {after}s waiting in the what-if"
+    return f"{where}, starts {job['start_delta']:+.1f}s ({before}s -> {after}s waiting)"
 
 
 def read_log(source: str) -> tuple[list[LoggedMessage], Subjects]:
@@ -165,6 +228,8 @@ async def _read_log(endpoints: Endpoints, source: str) -> tuple[list[LoggedMessa
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.drop_queues and not args.queues:
+        fail("--drop-queues: only with --queues")
     whole = bool(args.save or args.config or args.queues)
     if args.log:
         try:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import asyncpg
 
 from muster.store.timeline import failure_line
+from muster.tolerances import UNLIMITED
 
 JOB_STATUSES = ("pending", "running", "preempted", "completed", "failed", "deleted")
 """Every status a job's row can have; libs/muster/store/convert.py says how its pods decide it."""
@@ -50,11 +51,24 @@ def _user_units(values: dict[str, float]) -> dict[str, float]:
     return {k: (v / 1000.0 if k == "cpu" else float(v)) for k, v in sorted(values.items())}
 
 
+def _quota_and_limit(spec: dict) -> dict[str, dict[str, float | None]]:
+    """A queue's ``quota`` (deserved) and ``limit`` per resource it names, in user units; None where
+    unset (-1). A queue naming no gpu has a gpu quota of 0 and no gpu limit, as the allocator reads it."""
+    resources = {"gpu": {"quota": 0.0}, **spec.get("resources", {})}
+    out: dict[str, dict[str, float | None]] = {"quota": {}, "limit": {}}
+    for key in out:
+        for name, bounds in sorted(resources.items()):
+            value = bounds.get(key, UNLIMITED)
+            out[key][name] = None if value == UNLIMITED else _user_units({name: value})[name]
+    return out
+
+
 async def status(conn: asyncpg.Connection) -> dict:
     """The live system in ``muster simulate --json``'s shape, plus nodes.
 
     Beyond that shape: a job with a failed pod has ``failures`` (pod, node, exit_code, reason),
-    and a ``failed`` job's ``reason`` says how it failed.
+    and a ``failed`` job's ``reason`` says how it failed; a queue has its ``parent``, and its ``quota``
+    and ``limit`` per resource (None: not set).
     """
     jobs: dict[str, dict] = {}
     for row in await conn.fetch(
@@ -86,6 +100,7 @@ async def status(conn: asyncpg.Connection) -> dict:
             "parent": row["parent"],
             "fair_share": _user_units(json.loads(row["fair_share"])),
             "allocated": _user_units(json.loads(row["allocated"])),
+            **_quota_and_limit(json.loads(row["spec"])),
         }
         for row in await conn.fetch("SELECT * FROM queues WHERE status = 'active' ORDER BY name")
     }
