@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import signal
 import uuid
+from pathlib import Path
 
 import pytest
 import yaml
@@ -19,6 +20,7 @@ from muster.events import CancelRefused, PodGroupCreated, PodGroupDeleted, Workl
 from muster.runtime.security import NatsCredentials
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
+from muster.sdk import Client
 from muster.tenants import TenantLogin
 
 from tests.e2e.conftest import SERVICE_ENV, events_on, muster, run
@@ -86,8 +88,39 @@ def test_a_tenant_added_while_the_system_runs_submits_to_its_queue_and_owns_the_
     assert (group.queue, group.owner) == ("qa", "team-a")
 
 
+def refused_at_the_door(system, tenant: str, *args: str):
+    """``muster submit --tenant`` refused with exit 2 (once the tenant, just added, can log in)."""
+    return wait_for(
+        lambda: (r := muster(system, "submit", "--tenant", tenant, *args, check=False)).returncode == 2 and r,
+        timeout=20,
+        what=f"{tenant} refused submitting {args}",
+    )
+
+
+async def submit_past_the_door(system, tenant: str, path: str) -> None:
+    """Publish as ``tenant`` without the CLI's checks, as any client of the bus may."""
+    login = TenantLogin.read(system.settings.home, tenant)
+    bus = await NatsBus.connect(
+        system.endpoints.nats_url, system.endpoints.subjects, service="test",
+        credentials=NatsCredentials(login.user, login.password, login.nats_ca),
+    )  # fmt: skip
+    try:
+        await Client(bus, system.endpoints, login).submit([yaml.safe_load(Path(path).read_text())])
+    finally:
+        await bus.close()
+
+
+def test_a_tenants_mistyped_queue_is_refused_at_the_door_with_its_own_queue_meant(system, tmp_path):
+    refused = refused_at_the_door(system, "team-a", "--queue", "q-a", "-f", pod_file(tmp_path, "typo-a"))
+    assert 'queue "q-a" is not one of tenant team-a\'s queues; did you mean "qa"?' in refused.stderr
+    assert not [e for e in run(podgroups(system)) if getattr(e, "name", None) == "typo-a"]
+
+
 def test_a_submission_naming_another_queue_than_its_subjects_is_rejected(system, tmp_path):
-    submit_as(system, "team-a", pod_file(tmp_path, "sneaky", queue="qb"))
+    path = pod_file(tmp_path, "sneaky", queue="qb")
+    # The CLI refuses it at the door; a client that skips the CLI meets the podgrouper's own check.
+    assert "not one of tenant team-a's queues" in refused_at_the_door(system, "team-a", "-f", path).stderr
+    run(submit_past_the_door(system, "team-a", path))
     rejected = answer(system, WorkloadRejected, field="queue")
     assert "'qb'" in rejected.error
     assert not [e for e in run(podgroups(system)) if isinstance(e, PodGroupCreated) and e.name == "sneaky"]

@@ -57,6 +57,13 @@ def master_port(job: str) -> int:
     return 29500 + digest
 
 
+def start_banner(key: PodKey, node: str, at: float) -> str:
+    """The line each run of a pod adds to its log before the pod's own output: which pod, where, and
+    when (UTC, in the form people read, not epoch seconds)."""
+    when = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(at))
+    return f"--- muster agent: starting {key[0]} pod {key[1]} on {node} at {when}\n"
+
+
 def file_name(key: PodKey) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{key[0]}-{key[1]}")
 
@@ -189,9 +196,7 @@ class Processes:
         env = pod_environment(spec_env, variables, folder, user_name(run_as))
         log = self.log_path(key)
         with open(log, "ab") as out:
-            out.write(
-                f"--- muster agent: starting {key[0]} pod {key[1]} on {self.node} at {time.time():.3f}\n".encode()
-            )
+            out.write(start_banner(key, self.node, time.time()).encode())
             out.flush()
             proc = await asyncio.create_subprocess_exec(
                 *SHIM, str(os.getpid()), str(self.exit_path(key)), *_as_user(run_as),

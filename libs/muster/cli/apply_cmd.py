@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import time
 
 import msgspec
 
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
 from muster.cli.queues_cmd import topological
+from muster.cli.suggest import did_you_mean
 from muster.events import NodeRegistered, QueueRejected, QueueUpserted
 from muster.grouping.muster_job import manifest
 from muster.runtime.settings import Endpoints
 from muster.scenario import ScenarioError, load_scenario, scenario_events
 from muster.scenario.convert import running_events
+from muster.scenario.errors import from_data
+from muster.scenario.load import read_document
 from muster.scenario.model import Scenario
 from muster.sdk import Client
 
@@ -31,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-f", "--file", required=True, help="scenario file (spec/scenario-format.md)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
+
+
+_JOB_QUEUE = re.compile(r"jobs\[(?P<job>\d+)\]\.queue")
 
 
 def plan(scenario: Scenario) -> tuple[list, list, list[dict]]:
@@ -72,11 +79,24 @@ async def apply(scenario: Scenario, endpoints: Endpoints | None = None) -> dict:
         await client.close()
 
 
+def _queue_meant(error: ScenarioError) -> str:
+    """For a job in a queue the file does not have (a scenario's jobs go to its own leaf queues,
+    which apply creates before them): the file's leaf queue nearest the one named."""
+    at = _JOB_QUEUE.fullmatch(error.path)
+    if at is None or not error.message.endswith("is not a queue"):
+        return ""
+    # The file got as far as its jobs, so it reads as a scenario.
+    scenario = from_data(read_document(error.source), Scenario)
+    parents = {q.parent for q in scenario.queues}
+    leaves = [q.name for q in scenario.queues if q.name not in parents]
+    return did_you_mean(scenario.jobs[int(at["job"])].queue, leaves)
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         scenario = load_scenario(args.file)
     except ScenarioError as exc:
-        fail(str(exc))
+        fail(f"{exc}{_queue_meant(exc)}")
     try:
         result = asyncio.run(apply(scenario))
     except TimeoutError as exc:

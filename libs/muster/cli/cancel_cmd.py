@@ -6,6 +6,8 @@ import argparse
 import asyncio
 
 from muster.cli.common import CHECK_FAILED, add_tenant_option, fail, print_json, running_endpoints
+from muster.cli.live import job_names
+from muster.cli.suggest import did_you_mean
 from muster.sdk import CancelError, Client
 from muster.tenants import TenantError
 
@@ -23,11 +25,17 @@ def _run(args: argparse.Namespace) -> int:
 
     async def send() -> int:
         async with await Client.connect(endpoints, tenant=args.tenant) as client:
-            return await client.cancel(args.job)
+            try:
+                return await client.cancel(args.job)
+            except CancelError as exc:
+                # Only the jobs this login may cancel are offered: a tenant's own.
+                owner = None if client.tenant is None else client.tenant.tenant
+                known = await job_names(client.bus, live=True, owner=owner)
+                fail(f"{exc}{did_you_mean(args.job, known)}", CHECK_FAILED)
 
     try:
         seq = asyncio.run(send())
-    except (CancelError, TimeoutError) as exc:
+    except TimeoutError as exc:
         fail(str(exc), CHECK_FAILED)
     except TenantError as exc:
         fail(str(exc))

@@ -12,6 +12,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from muster.agent import logs
 from muster.bus import NatsBus
 from muster.cli.common import CHECK_FAILED, fail, running_endpoints
+from muster.cli.live import job_names
+from muster.cli.suggest import did_you_mean
 from muster.events import PodBound, PodGroupCreated
 from muster.subjects import Subjects
 
@@ -72,7 +74,8 @@ def _run(args: argparse.Namespace) -> int:
             while True:
                 exists, node = await where(bus, subjects, args.job, args.pod)
                 if not exists:
-                    fail(f"no job {args.job}", CHECK_FAILED)
+                    hint = did_you_mean(args.job, await job_names(bus))
+                    fail(f"no job {args.job}{hint}", CHECK_FAILED)
                 if node is not None:
                     break
                 if not args.follow:

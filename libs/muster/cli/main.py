@@ -8,6 +8,7 @@ import sys
 
 from muster import telemetry
 from muster.cli.common import CliError
+from muster.cli.parsing import SuggestingParser, version
 
 # Each module adds its subparser with register(subparsers) and set_defaults(run=fn).
 COMMANDS = (
@@ -33,13 +34,18 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="muster",
         description="An event-sourced GPU cluster scheduler: fair-share queues, gangs, GPU sharing, replayable decisions.",
     )
+    parser.add_argument("--version", action="version", version=f"muster {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(name).register(sub)
+    # Errors name the subcommand from here: `command` itself may be a subcommand's own argument
+    # (`muster run`'s command line).
+    for name, subparser in sub.choices.items():
+        subparser.set_defaults(subcommand=name)
     return parser
 
 
@@ -54,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except CliError as exc:
-        print(f"muster {args.command}: {exc}", file=sys.stderr)
+        print(f"muster {args.subcommand}: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         return 130

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
+from muster.cli.queue_check import check_queues
 from muster.grouping.command_job import manifest
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
@@ -28,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Submits a Command job: --count identical processes, scheduled as one gang. "
         "Prints the job's name for `muster logs` and `muster cancel`.",
     )
-    p.add_argument("--queue", required=True, help="queue to submit to")
+    p.add_argument("--queue", required=True, help="queue to submit to (one the running system has)")
     p.add_argument("--gpus", default="0", help="GPUs per process; a fraction such as 0.5 shares one device")
     p.add_argument("--count", type=int, default=1, help="processes in the gang (default 1)")
     p.add_argument("--min", type=int, help="processes that must run together (default: --count)")
@@ -109,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
 
     async def send() -> str:
         async with await Client.connect(endpoints, tenant=args.tenant) as client:
+            await check_queues(client, [group.queue])
             # A tenant's queue is its subject's; the system's logins leave it to the manifest.
             queue = group.queue if client.tenant is not None else None
             return await client.submit([doc], queue=queue, uid=workload_uid([doc]))

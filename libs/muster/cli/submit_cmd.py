@@ -7,8 +7,10 @@ import asyncio
 
 from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
 from muster.cli.manifests import read_manifests
+from muster.cli.queue_check import known_queues, note_unchecked, refuse_unknown_queues
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
+from muster.queues.default import DEFAULT_QUEUE
 from muster.sdk import Client, workload_uid
 from muster.tenants import TenantError
 
@@ -17,8 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "submit",
         help="emit a workload (any supported framework manifest) as WorkloadSubmitted",
-        description="Checks the manifest the way the podgrouper will, then publishes it. "
-        "Nothing is published when the manifest is bad.",
+        description="Checks the manifest the way the podgrouper will, and its queue against the running "
+        "system's, then publishes it. Nothing is published when the manifest is bad or its queue unknown.",
     )
     p.add_argument(
         "-f", "--file", required=True, help="manifest file (YAML, several documents separated by ---)"
@@ -40,9 +42,19 @@ def _run(args: argparse.Namespace) -> int:
     async def send() -> str:
         client = await Client.connect(endpoints, tenant=args.tenant)
         try:
-            queue = args.queue
-            if client.tenant is not None and queue is None and groups[0].queue in client.tenant.queues:
-                queue = groups[0].queue  # the queue the manifest names picks the tenant's subject
+            tenant, queue = client.tenant, args.queue
+            live = await known_queues(client)
+            wanted = [g.queue for g in groups]
+            if tenant is not None:
+                # To a tenant, the default queue means its own (the podgrouper puts such a job there).
+                wanted = [q for q in wanted if q != DEFAULT_QUEUE]
+                # A mistyped name gets the name meant before queue_for's own complaint about it.
+                refuse_unknown_queues(wanted, live, tenant=tenant)
+                if queue is None and groups[0].queue in tenant.queues:
+                    queue = groups[0].queue  # the queue the manifest names picks the tenant's subject
+                wanted.append(tenant.queue_for(queue))
+            refuse_unknown_queues(wanted, live, tenant=tenant)
+            note_unchecked(wanted, live)
             return await client.submit(docs, queue=queue, uid=workload_uid(docs))
         finally:
             await client.close()

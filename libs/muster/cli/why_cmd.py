@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
+from muster.cli.suggest import did_you_mean
 from muster.store import connect
 from muster.store.queries import failure_text, failures
 from muster.store.timeline import Entry, load
@@ -37,6 +38,16 @@ async def story(job: str) -> tuple[dict | None, list[Entry]]:
         found = dict(row)
         found["failures"] = (await failures(conn, [job])).get(job, [])
         return found, await load(conn, job)
+    finally:
+        await conn.close()
+
+
+async def recorded_jobs() -> list[str]:
+    """The names of every job the projection has recorded."""
+    endpoints = running_endpoints()
+    conn = await connect(endpoints.reader_dsn, endpoints.prefix)
+    try:
+        return [row["name"] for row in await conn.fetch("SELECT name FROM jobs")]
     finally:
         await conn.close()
 
@@ -73,7 +84,8 @@ def _since(entry: Entry, start: float | None) -> str:
 def _run(args: argparse.Namespace) -> int:
     job, entries = asyncio.run(story(args.job))
     if job is None:
-        fail(f"no job named {args.job!r} (see `muster status`)", CHECK_FAILED)
+        hint = did_you_mean(args.job, asyncio.run(recorded_jobs()))
+        fail(f"no job named {args.job!r}{hint} (see `muster status`)", CHECK_FAILED)
     if args.json:
         print_json(
             {
