@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
+from muster.cli.common import CHECK_FAILED, add_tenant_option, fail, print_json, running_endpoints
 from muster.cli.manifests import read_manifests
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
-from muster.sdk import Client, workload_uid
+from muster.sdk import Client, SubmitError, workload_uid
 from muster.tenants import TenantError
 
 
@@ -51,6 +51,8 @@ def _run(args: argparse.Namespace) -> int:
         uid = asyncio.run(send())
     except TenantError as exc:
         fail(str(exc))
+    except SubmitError as exc:
+        fail(str(exc), CHECK_FAILED)
     if args.json:
         print_json(
             {
