@@ -10,12 +10,21 @@ wrapped in ``schemas/Envelope.json``) to ``<prefix>.workloads`` with a
 A tenant (``Client.connect(tenant="team-a")``, or ``MUSTER_TENANT``) logs in
 with its own login file and submits on ``<prefix>.workloads.<tenant>.<queue>``;
 it may cancel only its own jobs.
+
+JetStream drops a message whose ``Nats-Msg-Id`` its stream already holds, from
+whoever published it. So every id this client sends is namespaced by its
+login and keyed with its login's secret (``message_id``): no other tenant can
+compute one in advance. And a request that must be new (a submission, a
+cancel, a queue change) is refused with an error, never reported done, when
+the stream answers that its id is already taken by a message this call did not
+send (``muster.bus.OnDuplicate``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import os
 import time
 from collections.abc import Sequence
@@ -24,7 +33,7 @@ from typing import Any
 import msgspec
 
 from muster import telemetry
-from muster.bus import NatsBus, chunk_events
+from muster.bus import DuplicateMessage, NatsBus, OnDuplicate, chunk_events
 from muster.events import (
     AdoptPods,
     CancelRefused,
@@ -41,7 +50,7 @@ from muster.events import (
     UpsertQueue,
     WorkloadSubmitted,
 )
-from muster.runtime.security import NatsCredentials
+from muster.runtime.security import NatsCredentials, nats_credentials
 from muster.runtime.settings import Endpoints, Settings
 from muster.tenants import TenantLogin
 
@@ -50,7 +59,7 @@ ADOPTED_PER_EVENT = 1000
 
 
 def workload_uid(manifests: Sequence[dict[str, Any]]) -> str:
-    """A stable id for a submission: the same manifests give the same id, so a retry is harmless."""
+    """A stable id for a submission: the same manifests give the same id, so none is stored twice."""
     digest = hashlib.sha256(msgspec.json.encode(list(manifests), order="sorted")).hexdigest()[:16]
     first = manifests[0] if manifests else {}
     meta = first.get("metadata") if isinstance(first, dict) else None
@@ -59,16 +68,48 @@ def workload_uid(manifests: Sequence[dict[str, Any]]) -> str:
     return f"{kind or 'workload'}/{name or 'unnamed'}/{digest}"
 
 
+ID_TAG_HEX = 32
+"""Hex digits of the keyed digest ending a client's message id (128 bits: not to be guessed)."""
+
+
+def message_id(request: str, key: str | None = None, *, tenant: str | None = None) -> str:
+    """The ``Nats-Msg-Id`` of a client's ``request`` (``"submit:<uid>"``): stable for a retry of it.
+
+    A tenant's ids start ``tenant/<name>/`` (a tenant name holds no ``/``; the system's own ids never
+    start so), so honest clients never collide across tenants. Ids are no secret, though, and any
+    login may publish under any id: with ``key`` (the login's password), the id also ends in a
+    digest keyed with it, which no other login can compute before the request is published.
+    """
+    plain = f"tenant/{tenant}/{request}" if tenant else request
+    if not key:
+        return plain
+    tag = hmac.new(key.encode(), plain.encode(), hashlib.sha256).hexdigest()[:ID_TAG_HEX]
+    return f"{plain}/{tag}"
+
+
 class CancelError(RuntimeError):
     """A cancel that did not happen: refused, or the job is not there; the message says which."""
 
 
+class SubmitError(RuntimeError):
+    """A submission the stream did not store; the message says why."""
+
+
 class Client:
-    def __init__(self, bus: NatsBus, endpoints: Endpoints, tenant: TenantLogin | None = None):
+    def __init__(
+        self,
+        bus: NatsBus,
+        endpoints: Endpoints,
+        tenant: TenantLogin | None = None,
+        *,
+        id_key: str | None = None,
+    ):
         self.bus = bus
         self.endpoints = endpoints
         self.subjects = endpoints.subjects
         self.tenant = tenant
+        self.id_key = id_key
+        """The secret keying this client's message ids (its login's password; None: plain ids)."""
 
     @classmethod
     async def connect(cls, endpoints: Endpoints | None = None, *, tenant: str | None = None) -> Client:
@@ -80,11 +121,18 @@ class Client:
         endpoints = endpoints or settings.endpoints()
         tenant = tenant or os.environ.get("MUSTER_TENANT") or None
         login = TenantLogin.read(settings.home, tenant) if tenant else None
-        credentials = NatsCredentials(login.user, login.password, login.nats_ca) if login else None
+        credentials = (
+            NatsCredentials(login.user, login.password, login.nats_ca)
+            if login
+            else nats_credentials(endpoints.nats_url, service="muster-client")
+        )
         bus = await NatsBus.connect(
             endpoints.nats_url, endpoints.subjects, service="muster-client", credentials=credentials
         )
-        return cls(bus, endpoints, login)
+        return cls(bus, endpoints, login, id_key=credentials.password if credentials else None)
+
+    def _id(self, request: str) -> str:
+        return message_id(request, self.id_key, tenant=self.tenant.tenant if self.tenant else None)
 
     async def close(self) -> None:
         await self.bus.close()
@@ -108,11 +156,9 @@ class Client:
         As a tenant, it goes to ``queue`` (one of the tenant's; its only one if not given).
         """
         uid = uid or workload_uid(manifests)
-        subject, msg_id = self.subjects.workloads, f"submit:{uid}"
+        subject = self.subjects.workloads
         if self.tenant is not None:
-            name = self.tenant.tenant
-            subject = self.subjects.tenant_workloads(name, self.tenant.queue_for(queue))
-            msg_id = f"submit:{name}:{uid}"
+            subject = self.subjects.tenant_workloads(self.tenant.tenant, self.tenant.queue_for(queue))
         event = WorkloadSubmitted(
             uid=uid,
             manifests=list(manifests),
@@ -120,7 +166,15 @@ class Client:
             queue=queue,
         )
         with telemetry.tracer().start_as_current_span("submit", attributes={"muster.workload": uid}):
-            await self.bus.publish(subject, [event], msg_id=msg_id)
+            try:
+                await self.bus.publish(
+                    subject, [event], msg_id=self._id(f"submit:{uid}"), on_duplicate=OnDuplicate.NEW
+                )
+            except DuplicateMessage as exc:
+                raise SubmitError(
+                    f"{uid} was not submitted: {exc} (an earlier submission of this very workload, "
+                    "or another login's message under its id)"
+                ) from exc
         return uid
 
     async def cancel(self, job: str, *, wait: float = 15.0) -> int:
@@ -133,9 +187,15 @@ class Client:
         uid = f"{job}:{time.time_ns()}"
         start = await self.bus.last_seq() + 1
         subject = self.subjects.tenant_workloads(self.tenant.tenant, self.tenant.queues[0])
-        await self.bus.publish(
-            subject, [CancelRequested(uid=uid, job=job)], msg_id=f"cancel:{self.tenant.tenant}:{uid}"
-        )
+        try:
+            await self.bus.publish(
+                subject,
+                [CancelRequested(uid=uid, job=job)],
+                msg_id=self._id(f"cancel:{uid}"),
+                on_duplicate=OnDuplicate.NEW,
+            )
+        except DuplicateMessage as exc:
+            raise CancelError(f"{job} was not cancelled: {exc}") from exc
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             async for delivery in self.bus.read([self.subjects.podgroups], start_seq=start):
@@ -159,10 +219,17 @@ class Client:
                     created = None
         if created is None:
             raise CancelError(f"no job {job} (it was never created, or is already cancelled)")
-        # Cancelling the same job twice is one fact: the id names the job's creation.
-        return await self.bus.publish(
-            self.subjects.podgroups, [PodGroupDeleted(name=job)], msg_id=f"cancel:{job}:{created}"
-        )
+        # Cancelling the same job twice is one fact: the id names the job's creation, and a second
+        # cancel finds the first one's very message under it.
+        try:
+            return await self.bus.publish(
+                self.subjects.podgroups,
+                [PodGroupDeleted(name=job)],
+                msg_id=self._id(f"delete:{job}:{created}"),
+                on_duplicate=OnDuplicate.SAME,
+            )
+        except DuplicateMessage as exc:
+            raise CancelError(f"{job} was not cancelled: {exc}") from exc
 
     async def register_nodes(self, nodes: Sequence[NodeSpec], *, tag: str = "") -> None:
         """Add nodes to the fleet (the sim backend's, or any node source)."""
@@ -171,7 +238,12 @@ class Client:
             by_pool.setdefault(node.pool, []).append(NodeRegistered(node=node))
         for pool, events in sorted(by_pool.items()):
             for i, chunk in enumerate(chunk_events(events)):
-                await self.bus.publish(self.subjects.nodes(pool), chunk, msg_id=f"nodes:{pool}:{tag}:{i}")
+                await self.bus.publish(
+                    self.subjects.nodes(pool),
+                    chunk,
+                    msg_id=self._id(f"nodes:{pool}:{tag}:{i}"),
+                    on_duplicate=OnDuplicate.SAME,
+                )
 
     async def adopt_pods(self, requests: Sequence[AdoptPods]) -> None:
         """Hand pods already running on the fleet's nodes to it. Publish this before submitting the
@@ -186,7 +258,10 @@ class Client:
             digest = hashlib.sha256(msgspec.json.encode(request)).hexdigest()[:16]
             for i, chunk in enumerate(chunk_events(parts)):
                 await self.bus.publish(
-                    self.subjects.nodes(request.pool), chunk, msg_id=f"adopt:{request.pool}:{digest}:{i}"
+                    self.subjects.nodes(request.pool),
+                    chunk,
+                    msg_id=self._id(f"adopt:{request.pool}:{digest}:{i}"),
+                    on_duplicate=OnDuplicate.SAME,
                 )
 
     async def apply_queues(
@@ -197,14 +272,20 @@ class Client:
         tag = hashlib.sha256(msgspec.json.encode(requests)).hexdigest()[:16]
         start = await self.bus.last_seq() + 1
         await self.bus.publish(
-            self.subjects.queue_requests, requests, msg_id=f"queues:{tag}:{time.time_ns()}"
+            self.subjects.queue_requests,
+            requests,
+            msg_id=self._id(f"queues:{tag}:{time.time_ns()}"),
+            on_duplicate=OnDuplicate.NEW,
         )
         return await self._answers({q.name for q in queues}, start, wait)
 
     async def delete_queue(self, name: str, *, wait: float = 15.0) -> Event | None:
         start = await self.bus.last_seq() + 1
         await self.bus.publish(
-            self.subjects.queue_requests, [DeleteQueue(name=name)], msg_id=f"delete:{name}:{time.time_ns()}"
+            self.subjects.queue_requests,
+            [DeleteQueue(name=name)],
+            msg_id=self._id(f"delete-queue:{name}:{time.time_ns()}"),
+            on_duplicate=OnDuplicate.NEW,
         )
         return (await self._answers({name}, start, wait)).get(name)
 

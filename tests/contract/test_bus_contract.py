@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from muster.bus import MemoryBus, NatsBus
+from muster.bus import DuplicateMessage, MemoryBus, NatsBus, OnDuplicate
 from muster.events import (
     DeadLettered,
     NodeRemoved,
@@ -78,6 +78,34 @@ async def test_republishing_a_message_id_stores_nothing_new(bus):
     again = await bus.publish(s.pods("default"), [bound(1)], msg_id="same")
     assert again == seq
     assert await bus.last_seq() == seq
+
+
+async def test_a_publish_that_must_be_new_is_refused_when_its_id_is_taken_and_stores_nothing(bus):
+    s = bus.subjects
+    first = await bus.publish(s.pods("default"), [bound(1)], msg_id="taken")
+    # Even the very same message: a first attempt answered "duplicate" was not this call's.
+    for events in ([bound(2)], [bound(1)]):
+        with pytest.raises(DuplicateMessage, match=f"names message {first} of the stream"):
+            await bus.publish(s.pods("default"), events, msg_id="taken", on_duplicate=OnDuplicate.NEW)
+    assert await bus.last_seq() == first
+
+
+async def test_a_repeatable_publish_takes_its_own_stored_message_as_done(bus):
+    s = bus.subjects
+    first = await bus.publish(s.pods("default"), [bound(1)], msg_id="again", on_duplicate=OnDuplicate.SAME)
+    again = await bus.publish(s.pods("default"), [bound(1)], msg_id="again", on_duplicate=OnDuplicate.SAME)
+    assert again == first
+    assert await bus.last_seq() == first
+
+
+@pytest.mark.parametrize("where", ["other bytes", "other subject"])
+async def test_a_repeatable_publish_refuses_another_message_under_its_id(bus, where):
+    s = bus.subjects
+    subject, events = (s.pods("default"), [bound(2)]) if where == "other bytes" else (s.pods("x"), [bound(1)])
+    await bus.publish(subject, events, msg_id="squatted")
+    with pytest.raises(DuplicateMessage):
+        await bus.publish(s.pods("default"), [bound(1)], msg_id="squatted", on_duplicate=OnDuplicate.SAME)
+    assert await bus.last_seq() == 1
 
 
 async def test_consumer_receives_batches_in_stream_order_on_its_subjects_only(bus):

@@ -5,8 +5,17 @@ Two adapters share one contract (``tests/contract/test_bus_contract.py``):
 simulation and tests.
 """
 
-from muster.bus.base import Bus, Delivery, Handler, chunk_events
+from muster.bus.base import Bus, Delivery, DuplicateMessage, Handler, OnDuplicate, chunk_events
 from muster.bus.memory import MemoryBus
 from muster.bus.nats import NatsBus
 
-__all__ = ["Bus", "Delivery", "Handler", "MemoryBus", "NatsBus", "chunk_events"]
+__all__ = [
+    "Bus",
+    "Delivery",
+    "DuplicateMessage",
+    "Handler",
+    "MemoryBus",
+    "NatsBus",
+    "OnDuplicate",
+    "chunk_events",
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -36,6 +37,62 @@ Handler = Callable[[list[Delivery]], Awaitable[None]]
 Raising makes the bus retry them one at a time and dead-letter a poison one."""
 
 
+class OnDuplicate(enum.Enum):
+    """What a publish makes of the stream answering that its message id already names a message.
+
+    JetStream's duplicate window is stream-wide and any login may put any id on
+    what it publishes, so "already there" proves only that *some* message holds
+    the id: whether it is this publisher's is for the publisher to establish.
+    """
+
+    DROP = "drop"
+    """The same fact again (a redelivered input, a restarted service): nothing new to store.
+    For the system's services, whose ids only they can publish on their subjects' flows."""
+    SAME = "same"
+    """Accepted only if the stored message is this very one: the same bytes on the same subject
+    (a client repeating an idempotent request: registering the same nodes twice is one fact)."""
+    NEW = "new"
+    """The id must be new to the stream: only an attempt of this same call, resent after its
+    acknowledgement was lost, may hold it, and then only with the same bytes on the same subject."""
+
+
+class DuplicateMessage(RuntimeError):
+    """A publish the stream did not store: its message id already names a message not this one."""
+
+    def __init__(self, msg_id: str, seq: int, subject: str):
+        super().__init__(
+            f"message id {msg_id!r} already names message {seq} of the stream, which this publish to "
+            f"{subject} did not send: nothing was stored"
+        )
+        self.msg_id, self.seq, self.subject = msg_id, seq, subject
+
+
+async def check_duplicate(
+    on_duplicate: OnDuplicate,
+    *,
+    resent: bool,
+    same_as_stored: Callable[[], Awaitable[bool]],
+    msg_id: str,
+    seq: int,
+    subject: str,
+) -> None:
+    """Raise ``DuplicateMessage`` unless ``on_duplicate`` lets a publish take stored message ``seq`` as its own.
+
+    ``resent``: whether an earlier attempt of this call went unanswered (and so may have been stored).
+    """
+    if on_duplicate is OnDuplicate.DROP:
+        return
+    # Under NEW, a first attempt answered "duplicate" met a message stored before this call began:
+    # not this call's, whatever its bytes. After an unanswered attempt (NEW), or for a repeatable
+    # request (SAME), the stored message may be ours, and its bytes tell: another publisher's message
+    # under our id differs from ours, and one with the very same bytes on the very same subject has
+    # exactly the effect we sought.
+    may_be_ours = on_duplicate is OnDuplicate.SAME or resent
+    if may_be_ours and await same_as_stored():
+        return
+    raise DuplicateMessage(msg_id, seq, subject)
+
+
 class Bus(Protocol):
     async def publish(
         self,
@@ -44,9 +101,11 @@ class Bus(Protocol):
         *,
         msg_id: str,
         context: Context | None = None,
+        on_duplicate: OnDuplicate = OnDuplicate.DROP,
     ) -> int:
         """Publish one envelope and wait until the stream stored it; returns its sequence.
-        Publishing the same ``msg_id`` again stores nothing new."""
+        Publishing the same ``msg_id`` again stores nothing new: by default that returns the stored
+        message's sequence; ``on_duplicate`` may make it ``DuplicateMessage`` instead."""
         ...
 
     async def consume(

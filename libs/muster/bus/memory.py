@@ -15,7 +15,7 @@ from opentelemetry.context import Context
 
 from muster import telemetry
 from muster.bus.admission import Refused, admit
-from muster.bus.base import Delivery, Handler
+from muster.bus.base import Delivery, Handler, OnDuplicate, check_duplicate
 from muster.events import DeadLettered, Event, encode_envelope
 from muster.subjects import Subjects, subject_matches
 
@@ -43,14 +43,38 @@ class MemoryBus:
         *,
         msg_id: str,
         context: Context | None = None,
+        on_duplicate: OnDuplicate = OnDuplicate.DROP,
     ) -> int:
-        return await self.publish_raw(subject, encode_envelope(events), msg_id=msg_id, context=context)
+        return await self.publish_raw(
+            subject, encode_envelope(events), msg_id=msg_id, context=context, on_duplicate=on_duplicate
+        )
 
     async def publish_raw(
-        self, subject: str, data: bytes, *, msg_id: str, context: Context | None = None
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        msg_id: str,
+        context: Context | None = None,
+        on_duplicate: OnDuplicate = OnDuplicate.DROP,
     ) -> int:
         if msg_id in self._ids:
-            return self._ids[msg_id]
+            seq = self._ids[msg_id]
+            stored = self.messages[seq - 1]
+
+            async def same_as_stored() -> bool:
+                return (stored.subject, stored.data) == (subject, data)
+
+            # In process every attempt is answered: nothing is ever resent.
+            await check_duplicate(
+                on_duplicate,
+                resent=False,
+                same_as_stored=same_as_stored,
+                msg_id=msg_id,
+                seq=seq,
+                subject=subject,
+            )
+            return seq
         seq = len(self.messages) + 1
         self.messages.append(
             StoredMessage(seq, subject, data, telemetry.inject({"Nats-Msg-Id": msg_id}, context))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -19,7 +20,7 @@ from opentelemetry.context import Context
 
 from muster import telemetry
 from muster.bus.admission import Refused, admit
-from muster.bus.base import MAX_ENVELOPE_BYTES, Delivery, Handler
+from muster.bus.base import MAX_ENVELOPE_BYTES, Delivery, Handler, OnDuplicate, check_duplicate
 from muster.events import DeadLettered, Event, encode_envelope
 from muster.runtime.security import NatsCredentials, nats_connect_options, nats_credentials
 from muster.subjects import Subjects, subject_matches
@@ -236,31 +237,65 @@ class NatsBus:
         *,
         msg_id: str,
         context: Context | None = None,
+        on_duplicate: OnDuplicate = OnDuplicate.DROP,
     ) -> int:
-        return await self.publish_raw(subject, encode_envelope(events), msg_id=msg_id, context=context)
+        return await self.publish_raw(
+            subject, encode_envelope(events), msg_id=msg_id, context=context, on_duplicate=on_duplicate
+        )
 
     async def publish_raw(
-        self, subject: str, data: bytes, *, msg_id: str, context: Context | None = None
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        msg_id: str,
+        context: Context | None = None,
+        on_duplicate: OnDuplicate = OnDuplicate.DROP,
     ) -> int:
         """Publish bytes as they are (other producers' messages, and tests of bad input).
 
         A publish whose acknowledgement does not come (the server restarting, the
         connection re-established) is sent again with the same message id, which
         JetStream stores at most once, for up to ``publish_patience`` seconds.
+        An answer that the id is already in the stream is judged by ``on_duplicate``
+        (``muster.bus.base.check_duplicate``): this call knows whether it sent before.
         """
         headers = telemetry.inject({MSG_ID: msg_id}, context)
         deadline = time.monotonic() + self.publish_patience
         delay = 0.1
+        resent = False
         while True:
             try:
                 ack = await self.js.publish(subject, data, headers=headers)
-                return ack.seq
             except UNANSWERED:
                 if time.monotonic() + delay > deadline:
                     raise
                 log.warning("%s: publish to %s not acknowledged; sending it again", self.service, subject)
+                # The unanswered attempt may have been stored: the next may be answered "duplicate".
+                resent = True
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)
+                continue
+            if ack.duplicate:
+                await check_duplicate(
+                    on_duplicate,
+                    resent=resent,
+                    same_as_stored=functools.partial(self._holds, ack.seq, subject, data),
+                    msg_id=msg_id,
+                    seq=ack.seq,
+                    subject=subject,
+                )
+            return ack.seq
+
+    async def _holds(self, seq: int, subject: str, data: bytes) -> bool:
+        """Whether the stream's message ``seq`` is ``data`` on ``subject`` (False when it cannot tell)."""
+        try:
+            async with contextlib.aclosing(self.read(start_seq=seq, end_seq=seq)) as stored:
+                async for delivery in stored:
+                    return (delivery.seq, delivery.subject, delivery.data) == (seq, subject, data)
+        except UNANSWERED:
+            log.warning("%s: could not read message %d to compare it with a publish", self.service, seq)
+        return False
 
     async def first_seq(self) -> int:
         """The oldest sequence the stream still holds (above 1 once older messages were purged)."""

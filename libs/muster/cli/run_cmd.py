@@ -13,12 +13,12 @@ import os
 import time
 from pathlib import Path
 
-from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
+from muster.cli.common import CHECK_FAILED, add_tenant_option, fail, print_json, running_endpoints
 from muster.cli.queue_check import check_queues
 from muster.grouping.command_job import manifest
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
-from muster.sdk import Client, workload_uid
+from muster.sdk import Client, SubmitError, workload_uid
 from muster.tenants import TenantError
 
 
@@ -119,6 +119,8 @@ def _run(args: argparse.Namespace) -> int:
         uid = asyncio.run(send())
     except TenantError as exc:
         fail(str(exc))
+    except SubmitError as exc:
+        fail(str(exc), CHECK_FAILED)
     if args.json:
         print_json({"job": name, "uid": uid, "queue": group.queue, "pods": args.count})
     else:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from muster.cli.common import add_tenant_option, fail, print_json, running_endpoints
+from muster.cli.common import CHECK_FAILED, add_tenant_option, fail, print_json, running_endpoints
 from muster.cli.manifests import read_manifests
 from muster.cli.queue_check import known_queues, note_unchecked, refuse_unknown_queues
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
 from muster.queues.default import DEFAULT_QUEUE
-from muster.sdk import Client, workload_uid
+from muster.sdk import Client, SubmitError, workload_uid
 from muster.tenants import TenantError
 
 
@@ -63,6 +63,8 @@ def _run(args: argparse.Namespace) -> int:
         uid = asyncio.run(send())
     except TenantError as exc:
         fail(str(exc))
+    except SubmitError as exc:
+        fail(str(exc), CHECK_FAILED)
     if args.json:
         print_json(
             {

@@ -22,6 +22,7 @@ from muster import tenants
 from muster.runtime import security
 from muster.runtime.embedded import die_with_parent, embedded_servers
 from muster.runtime.home_lock import home_lock
+from muster.runtime.restarts import MAX_DELAY, RestartBackoff
 from muster.runtime.security import NatsAuth, NatsCredentials
 from muster.runtime.settings import Endpoints, Settings, clear_endpoints, write_endpoints
 
@@ -336,15 +337,20 @@ def _use_passfile(home: Path) -> bool:
     return True
 
 
-def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float = 30.0) -> None:
+def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float = MAX_DELAY) -> None:
     """Block until Ctrl-C or SIGTERM, restarting any service that exits.
 
     Services are crash-only: a restarted one rebuilds what it needs from the
     log, so a supervisor that restarts it is all the recovery there is. A
-    service that keeps failing is restarted less and less often.
+    service that keeps failing is restarted less and less often, and one that
+    ran healthily for a while is restarted promptly again (``muster.runtime.restarts``).
     """
     stopping = False
-    backoff: dict[str, float] = {}
+    now = time.monotonic()
+    backoffs: dict[str, RestartBackoff] = {}
+    for key in system.processes:
+        backoffs[key] = RestartBackoff(ceiling=max_backoff)
+        backoffs[key].started(now)
     due: dict[str, float] = {}
 
     def _stop(*_):
@@ -357,10 +363,10 @@ def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float
             now = time.monotonic()
             for key in system.check():
                 if key not in due:
-                    backoff[key] = min(max_backoff, backoff.get(key, 0.5) * 2)
-                    due[key] = now + backoff[key]
+                    delay = backoffs.setdefault(key, RestartBackoff(ceiling=max_backoff)).exited(now)
+                    due[key] = now + delay
                     print(
-                        f"service {key} exited; restarting in {backoff[key]:g}s (see {system.processes[key].log})",
+                        f"service {key} exited; restarting in {delay:g}s (see {system.processes[key].log})",
                         file=sys.stderr,
                     )
             for key, when in list(due.items()):
@@ -368,6 +374,7 @@ def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float
                     del due[key]
                     process = system.processes[key]
                     system.start_service(process.service, key=key, env=process.env)
+                    backoffs[key].started(now)
             time.sleep(poll)
     except KeyboardInterrupt:
         pass

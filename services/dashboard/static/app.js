@@ -26,6 +26,17 @@ function setHtml(id, html) {
   if (shown.get(id) === html) return;
   shown.set(id, html);
   $(id).innerHTML = html;
+  applyStyles($(id));
+}
+// The page runs under a Content-Security-Policy without 'unsafe-inline', which drops style attributes
+// written in markup: templates write data-style instead, applied here through the CSSOM, which it allows.
+function applyStyles(root) {
+  for (const el of root.querySelectorAll("[data-style]")) {
+    for (const declaration of el.dataset.style.split(";")) {
+      const colon = declaration.indexOf(":");
+      if (colon > 0) el.style.setProperty(declaration.slice(0, colon).trim(), declaration.slice(colon + 1).trim());
+    }
+  }
 }
 const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) => ESC[c]);
@@ -68,7 +79,7 @@ function fraction(share) {
 }
 const badge = (status) => `<span class="badge s-${esc(status)}">${esc(status)}</span>`;
 const colourOf = (queue) => queueColour.get(queue) || "#8a96a8";
-const qtag = (queue) => `<span class="qtag"><i style="background:${colourOf(queue)}"></i>${esc(queue)}</span>`;
+const qtag = (queue) => `<span class="qtag"><i data-style="background:${colourOf(queue)}"></i>${esc(queue)}</span>`;
 
 // ---- state in the URL ----------------------------------------------------------
 
@@ -91,8 +102,23 @@ function setState(patch) {
 
 // ---- fetching ----------------------------------------------------------------
 
+// Listening beyond loopback, the API takes a bearer token. `muster up` prints the page's address with it in
+// the fragment (#token=…), which no request, log or Referer carries: the tab keeps it, the address bar drops it.
+const TOKEN_KEY = "muster-dashboard-token";
+function takeToken() {
+  const p = new URLSearchParams(location.hash.slice(1));
+  if (!p.has("token")) return;
+  sessionStorage.setItem(TOKEN_KEY, p.get("token"));
+  p.delete("token");
+  const h = p.toString();
+  history.replaceState(null, "", h ? `#${h}` : location.pathname);
+}
+
 async function api(path) {
-  const res = await fetch(path, { headers: { accept: "application/json" } });
+  const headers = { accept: "application/json" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(path, { headers });
   const body = await res.json();
   if (!res.ok) throw Object.assign(new Error(body.error || res.statusText), { status: res.status, field: body.field });
   return body;
@@ -166,12 +192,12 @@ function renderSummary() {
   const ov = data.overview;
   const gpuPct = ov.gpu.total ? (100 * ov.gpu.used) / ov.gpu.total : 0;
   const stats = [
-    `<div class="stat"><b>${num(ov.gpu.used)}</b><span>/ ${num(ov.gpu.total)} GPUs in use</span><span class="meter"><i style="width:${gpuPct.toFixed(1)}%"></i></span></div>`,
+    `<div class="stat"><b>${num(ov.gpu.used)}</b><span>/ ${num(ov.gpu.total)} GPUs in use</span><span class="meter"><i data-style="width:${gpuPct.toFixed(1)}%"></i></span></div>`,
     ...STATUSES.map((s) => `<div class="stat"><b>${ov.jobs[s] || 0}</b><span>${s}</span></div>`),
     `<div class="stat"><b>${ov.nodes}</b><span>nodes</span></div>`,
     `<div class="stat"><b>${ov.queues}</b><span>queues</span></div>`,
   ];
-  if (ov.dead_letters) stats.push(`<div class="stat" title="messages a service could not read"><b style="color:var(--red)">${ov.dead_letters}</b><span>dead letters</span></div>`);
+  if (ov.dead_letters) stats.push(`<div class="stat" title="messages a service could not read"><b data-style="color:var(--red)">${ov.dead_letters}</b><span>dead letters</span></div>`);
   setHtml("summary", stats.join(""));
   const c = ov.last_cycle;
   $("cycle").textContent = c ? `cycle ${c.cycle} · ${c.binds} binds, ${c.evictions} evictions` : "no cycle yet";
@@ -188,10 +214,10 @@ function bar(res, r) {
   return `<div class="bar-row" title="${esc(title)}">
     <span class="res">${res === "memory" ? "mem" : res}</span>
     <div class="track">
-      <div class="fair" style="width:${pct(r.fair_share)}"></div>
-      <div class="alloc${over ? " over" : ""}" style="width:${pct(r.allocated)}"></div>
-      ${r.quota > 0 ? `<div class="mark" style="left:${pct(r.quota)}"></div>` : ""}
-      ${r.limit > 0 ? `<div class="mark limit" style="left:${pct(r.limit)}"></div>` : ""}
+      <div class="fair" data-style="width:${pct(r.fair_share)}"></div>
+      <div class="alloc${over ? " over" : ""}" data-style="width:${pct(r.allocated)}"></div>
+      ${r.quota > 0 ? `<div class="mark" data-style="left:${pct(r.quota)}"></div>` : ""}
+      ${r.limit > 0 ? `<div class="mark limit" data-style="left:${pct(r.limit)}"></div>` : ""}
     </div>
     <span class="fig"><b>${amount(res, r.allocated)}</b> / ${amount(res, r.fair_share)}${r.quota >= 0 && res === "gpu" ? ` <span title="quota">(q ${amount(res, r.quota)})</span>` : ""}</span>
   </div>`;
@@ -203,7 +229,7 @@ function queueHtml(q) {
     .filter(([res, r]) => res === "gpu" || r.requested > 0 || r.allocated > 0 || r.fair_share > 0 && r.quota > 0)
     .map(([res, r]) => bar(res, r)).join("");
   const counts = STATUSES.filter((s) => q.jobs[s]).map((s) => `<span class="count s-${s}" title="${q.jobs[s]} ${s}">${q.jobs[s]} ${s === "completed" ? "done" : s}</span>`).join("");
-  const dot = q.children.length ? "" : `<span class="qdot" style="background:${colourOf(q.name)}"></span>`;
+  const dot = q.children.length ? "" : `<span class="qdot" data-style="background:${colourOf(q.name)}"></span>`;
   return `<div class="q${state.queue === q.name ? " selected" : ""}" data-queue="${esc(q.name)}" role="button" tabindex="0">
       <div class="q-head">${dot}<span class="q-name">${esc(q.name)}</span><span class="muted small">prio ${q.priority}</span><span class="counts">${counts}</span></div>
       ${rows}
@@ -270,7 +296,7 @@ function decisionText(d) {
 function renderActivity() {
   const items = data.activity;
   if (!items.length) {
-    setHtml("activity", `<li class="empty" style="display:block">No decisions yet: the allocator has placed nothing.</li>`);
+    setHtml("activity", `<li class="empty" data-style="display:block">No decisions yet: the allocator has placed nothing.</li>`);
     return;
   }
   const before = newestSeen;
@@ -289,7 +315,7 @@ function deviceHtml(node, dev) {
   const segs = dev.holders.map((h) => {
     const heightPct = Math.max(4, h.share * 100);
     const label = h.share >= 0.2 ? `<span class="frac">${h.share >= 1 ? "" : fraction(h.share)}</span><span class="who">${esc(h.job)}</span>` : "";
-    return `<div class="seg ${esc(h.status)}" data-job="${esc(h.job)}" style="height:${heightPct}%;background:${colourOf(h.queue)}" title="${esc(`${h.job} pod ${h.pod} · ${h.share >= 1 ? "whole device" : `${num(h.share)} of the device`} · ${h.status} · queue ${h.queue}`)}">${label}</div>`;
+    return `<div class="seg ${esc(h.status)}" data-job="${esc(h.job)}" data-style="height:${heightPct}%;background:${colourOf(h.queue)}" title="${esc(`${h.job} pod ${h.pod} · ${h.share >= 1 ? "whole device" : `${num(h.share)} of the device`} · ${h.status} · queue ${h.queue}`)}">${label}</div>`;
   }).join("");
   const hl = state.job && dev.holders.some((h) => h.job === state.job) ? " hl" : "";
   const free = dev.holders.length ? "" : " free";
@@ -300,7 +326,7 @@ function deviceHtml(node, dev) {
 }
 
 function renderNodes() {
-  const legend = [...queueColour.entries()].map(([q, c]) => `<span><i class="sw dotq" style="background:${c}"></i>${esc(q)}</span>`);
+  const legend = [...queueColour.entries()].map(([q, c]) => `<span><i class="sw dotq" data-style="background:${c}"></i>${esc(q)}</span>`);
   if (data.nodesTotal > data.nodes.length) legend.unshift(`<span>showing the first ${data.nodes.length} of ${data.nodesTotal} nodes</span>`);
   setHtml("queue-legend", legend.join(""));
   if (!data.nodes.length) {
@@ -317,8 +343,8 @@ function renderNodes() {
         <span class="use"><b>${num(n.used.gpu)}</b> / ${num(n.total.gpu)} GPUs</span></div>
       <div class="node-meta">${n.pods} pod${n.pods === 1 ? "" : "s"}${n.gpu_memory ? ` · ${bytes(n.gpu_memory)} per GPU` : ""}${labels ? ` · ${esc(labels)}` : ""}</div>
       ${n.devices.length ? `<div class="devices">${n.devices.map((d) => deviceHtml(n, d)).join("")}</div>` : `<div class="muted small">no GPUs</div>`}
-      <div class="cpu-line"><span class="res">cpu</span><div class="mini"><i style="width:${cpuPct.toFixed(1)}%"></i></div><span class="fig">${num(n.used.cpu)} / ${num(n.total.cpu)} cores</span></div>
-      <div class="cpu-line"><span class="res">mem</span><div class="mini"><i style="width:${memPct.toFixed(1)}%"></i></div><span class="fig">${bytes(n.used.memory)} / ${bytes(n.total.memory)}</span></div>
+      <div class="cpu-line"><span class="res">cpu</span><div class="mini"><i data-style="width:${cpuPct.toFixed(1)}%"></i></div><span class="fig">${num(n.used.cpu)} / ${num(n.total.cpu)} cores</span></div>
+      <div class="cpu-line"><span class="res">mem</span><div class="mini"><i data-style="width:${memPct.toFixed(1)}%"></i></div><span class="fig">${bytes(n.used.memory)} / ${bytes(n.total.memory)}</span></div>
     </div>`;
   }).join(""));
 }
@@ -399,8 +425,9 @@ $("search").addEventListener("input", (ev) => {
   clearTimeout(searchTimer);
   searchTimer = setTimeout(() => setState({ q: ev.target.value.trim() }), 200);
 });
-window.addEventListener("hashchange", () => { readHash(); renderFilters(); refresh(); });
+window.addEventListener("hashchange", () => { takeToken(); readHash(); renderFilters(); refresh(); });
 
+takeToken();
 readHash();
 renderFilters();
 refresh();

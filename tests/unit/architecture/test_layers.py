@@ -46,11 +46,13 @@ def test_a_service_folder_holds_only_what_runs_it():
     wiring = {"__init__", "__main__", "app", "handlers", "snapshot"}
     extra = {
         # The podgrouper answers tenants on subjects of their own, the projector overlaps
-        # preparing and committing batches, the dashboard serves its API from its queries.
+        # preparing and committing batches, the dashboard serves its API from its queries
+        # behind a guard of who it answers.
         "services.podgrouper.tenant_handlers",
         "services.projector.pipeline",
         "services.dashboard.api",
         "services.dashboard.queries",
+        "services.dashboard.guard",
     }
     found = [
         m
