@@ -8,10 +8,21 @@ PYTEST_ARGS ?=
 
 install: $(VENV)/.installed
 
+# Kernels compile once into a cache keyed by their sources (docs/layers.md): the demo's at install,
+# the rest of the scenarios' before the first test run after those sources change.
+WARM_SOURCES := $(wildcard libs/muster/kernels/*.py libs/muster/scheduler/*.py) libs/muster/tolerances.py
+
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "== installing muster and the packages it needs into $(VENV)"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m pip install -e '.[test,bench]'
+	@echo "== compiling the allocator's kernels the demo needs (once: they are cached)"
+	$(PY) -m muster.warmup
+	touch $@
+
+$(VENV)/.warmed: $(VENV)/.installed $(WARM_SOURCES)
+	@echo "== compiling the kernels every test scenario needs (once per change of their sources)"
 	$(PY) -m muster.warmup tests/scenarios/*.yaml
 	touch $@
 
@@ -21,7 +32,7 @@ run: install
 up: install
 	$(VENV)/bin/muster up
 
-test: install
+test: $(VENV)/.warmed
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install

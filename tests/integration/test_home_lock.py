@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from muster.runtime.home_lock import LOCK_FILE, HomeLocked, home_lock
 
+from tests.home_holder import home_held_elsewhere
 from tests.polling import wait_for
 
 pytestmark = [pytest.mark.slow]
@@ -70,35 +71,26 @@ def test_a_second_muster_up_on_the_same_home_exits_2_naming_the_home_and_the_fir
     assert first.poll() is None and servers_of(home) == before
 
 
-def test_a_demo_on_a_home_in_use_is_refused_too_while_commands_that_talk_to_the_system_work(first_up):
+def test_a_demo_beside_a_running_system_runs_in_a_home_of_its_own_and_leaves_the_first_alone(first_up):
     home, first = first_up
     before = servers_of(home)
 
-    demo = muster(home, "demo", "--jobs", "1", "--nodes", "1")
+    demo = muster(home, "demo", "--jobs", "1", "--nodes", "1", "--no-keep")
     status = muster(home, "status", "--json")
 
-    assert demo.returncode == 2 and str(first.pid) in demo.stderr
+    assert demo.returncode == 0, demo.stderr
+    [demo_home] = (home / "demos").iterdir()
+    assert f"home {demo_home}" in demo.stdout and f"{demo_home / 'logs'}" in demo.stdout
     assert status.returncode == 0, status.stderr
     assert "queues" in json.loads(status.stdout)
-    assert servers_of(home) == before
+    assert first.poll() is None and servers_of(home) == before
 
 
 def test_a_killed_owner_leaves_its_home_free(tmp_path):
-    holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from muster.runtime.home_lock import home_lock\n"
-         "with home_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(600)",
-         str(tmp_path)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with home_held_elsewhere(tmp_path) as holder:
         with pytest.raises(HomeLocked) as refused, home_lock(tmp_path):
             pass
         assert refused.value.pid == holder.pid
-    finally:
-        holder.send_signal(signal.SIGKILL)
-        holder.wait(10)
     with home_lock(tmp_path):
         assert (tmp_path / LOCK_FILE).read_text().strip() == str(os.getpid())
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
+import shutil
+import sys
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.live import Live
@@ -12,16 +17,22 @@ from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
 from muster.cli.apply_cmd import plan
+from muster.cli.demo_story import DemoTally, example_jobs, story_lines
 from muster.cli.queues_cmd import topological
 from muster.cli.status_cmd import render
-from muster.cli.up_cmd import own_system
+from muster.cli.up_cmd import own_system, wait_for_dashboard
 from muster.demo import demo_scenario
 from muster.events import QueueRejected
+from muster.runtime.home_lock import HomeLocked, home_lock
 from muster.runtime.settings import Settings
+from muster.runtime.system import wait_until_interrupted
 from muster.scenario import parse_scenario
 from muster.sdk import Client
 from muster.store import connect
-from muster.store.queries import status
+from muster.store.queries import evictions_by_action, first_eviction, status
+
+DEMOS_KEPT = 3
+"""Demo homes kept under ``MUSTER_HOME/demos``, this one included: older ones are removed."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +42,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nodes", type=int, default=12, help="8-GPU nodes in the simulated fleet (default 12)")
     p.add_argument("--jobs", type=int, default=60, help="jobs to submit (default 60)")
     p.add_argument("--timeout", type=float, default=180.0, help="give up after this many seconds")
+    p.add_argument(
+        "--keep",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep the system up after the demo, until Ctrl-C (default: when run in a terminal)",
+    )
     p.set_defaults(run=_run)
+
+
+def fresh_demo_settings(settings: Settings, stamp: str) -> Settings:
+    """Settings for a demo of its own: a new home under ``MUSTER_HOME/demos`` (and, on servers given by
+    MUSTER_NATS_URL / MUSTER_PG_DSN, a new prefix), so no earlier demo's jobs show in this one."""
+    root = settings.home / "demos"
+    _prune(root, keep=DEMOS_KEPT - 1)
+    external = settings.nats_url is not None or settings.pg_dsn is not None
+    prefix = f"demo{stamp.replace('-', '')}" if external else settings.prefix
+    return dataclasses.replace(settings, home=root / stamp, prefix=prefix)
+
+
+def _prune(root: Path, keep: int) -> None:
+    """Remove all but the newest ``keep`` demo homes under ``root``; one still running is left alone."""
+    homes = sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
+    for home in homes[: max(0, len(homes) - keep)]:
+        with contextlib.suppress(HomeLocked), home_lock(home):
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def _progress_table(state: dict, submitted: int, total: int, elapsed: float) -> Table:
@@ -57,7 +92,7 @@ def _progress_table(state: dict, submitted: int, total: int, elapsed: float) -> 
     return table
 
 
-async def _drive(endpoints, scenario, console: Console, timeout: float) -> dict:
+async def _drive(endpoints, scenario, console: Console, timeout: float, tally: DemoTally) -> dict:
     nodes, queues, jobs = plan(scenario)
     client = await Client.connect(endpoints)
     conn = await connect(endpoints.pg_dsn, endpoints.prefix)
@@ -80,6 +115,7 @@ async def _drive(endpoints, scenario, console: Console, timeout: float) -> dict:
                     await client.submit([job], submitted_at=time.time())
                     submitted += 1
                 state = await status(conn)
+                tally.observe(state, elapsed)
                 live.update(_progress_table(state, submitted, len(jobs), elapsed))
                 done = sum(1 for j in state["jobs"].values() if j["status"] == "completed")
                 if submitted == len(jobs) and done == len(jobs):
@@ -91,30 +127,50 @@ async def _drive(endpoints, scenario, console: Console, timeout: float) -> dict:
         await client.close()
 
 
+async def _evictions(endpoints) -> tuple[dict[str, dict[str, int]], tuple[str, str | None] | None]:
+    conn = await connect(endpoints.pg_dsn, endpoints.prefix)
+    try:
+        return await evictions_by_action(conn), await first_eviction(conn)
+    finally:
+        await conn.close()
+
+
 def _run(args: argparse.Namespace) -> int:
     console = Console()
-    settings = Settings.from_env()
+    settings = fresh_demo_settings(Settings.from_env(), time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+    keep = sys.stdout.isatty() if args.keep is None else args.keep
     scenario = parse_scenario(demo_scenario(nodes=args.nodes, jobs=args.jobs))
     console.print(
-        f"[bold]muster demo[/]: {args.nodes} nodes x 8 GPUs, {args.jobs} jobs, home {settings.home}"
+        f"[bold]muster demo[/]: {args.nodes} nodes x 8 GPUs, {args.jobs} jobs, home {settings.home}",
+        soft_wrap=True,
     )
+    tally = DemoTally()
     with own_system(settings) as system:
         console.print(f"  nats {system.endpoints.nats_url}   postgres {system.endpoints.pg_dsn}")
         started = time.time()
-        state = asyncio.run(_drive(system.endpoints, scenario, console, args.timeout))
+        state = asyncio.run(_drive(system.endpoints, scenario, console, args.timeout, tally))
         elapsed = time.time() - started
         dead = system.check()
-    console.print(render(state))
-    counts: dict[str, int] = {}
-    for job in state["jobs"].values():
-        counts[job["status"]] = counts.get(job["status"], 0) + 1
-    console.print(
-        f"[bold]summary[/]: {len(state['jobs'])} jobs in {elapsed:.1f}s — "
-        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    )
-    if dead:
+        evictions, first = asyncio.run(_evictions(system.endpoints))
+        console.print(render(state))
+        counts: dict[str, int] = {}
+        for job in state["jobs"].values():
+            counts[job["status"]] = counts.get(job["status"], 0) + 1
         console.print(
-            f"[red]services that exited during the demo: {', '.join(dead)}[/] (logs in {settings.home / 'logs'})"
+            f"[bold]summary[/]: {len(state['jobs'])} jobs in {elapsed:.1f}s — "
+            + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         )
-        return 1
+        kept = keep and not dead
+        dashboard = wait_for_dashboard(settings.home, timeout=2.0) if kept else None
+        for line in story_lines(
+            tally, evictions, example_jobs(state, first), home=settings.home, dashboard=dashboard, kept=kept
+        ):
+            console.print(line, highlight=False, soft_wrap=True)
+        if dead:
+            console.print(
+                f"[red]services that exited during the demo: {', '.join(dead)}[/] (logs in {settings.home / 'logs'})"
+            )
+            return 1
+        if kept:
+            wait_until_interrupted(system)
     return 0 if counts.get("completed", 0) == len(state["jobs"]) else 1

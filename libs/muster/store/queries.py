@@ -122,3 +122,20 @@ async def status(conn: asyncpg.Connection) -> dict:
             "free": {k: total[k] - taken.get(k, 0.0) for k in total},
         }
     return {"jobs": jobs, "queues": queues, "nodes": nodes}
+
+
+async def evictions_by_action(conn: asyncpg.Connection) -> dict[str, dict[str, int]]:
+    """Evictions decided so far, per action (reclaim, preempt, consolidate...): pods and jobs."""
+    rows = await conn.fetch(
+        "SELECT coalesce(action, 'evict') AS action, count(*) AS pods, count(DISTINCT job) AS jobs"
+        " FROM decisions WHERE kind = 'evict' GROUP BY 1 ORDER BY 1"
+    )
+    return {row["action"]: {"pods": row["pods"], "jobs": row["jobs"]} for row in rows}
+
+
+async def first_eviction(conn: asyncpg.Connection) -> tuple[str, str | None] | None:
+    """The first job evicted, and the job it made room for (if any); None when nothing was."""
+    row = await conn.fetchrow(
+        "SELECT job, for_job FROM decisions WHERE kind = 'evict' ORDER BY stream_seq, idx LIMIT 1"
+    )
+    return None if row is None else (row["job"], row["for_job"])
