@@ -444,22 +444,27 @@ def _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
 @njit(cache=True)
 def _run(t, jobs, shapes, nodes, index, sg, sc, out, ctl):
     """Pop and try jobs until the order is empty (FINISHED) or a job needs Python (its index in ctl)."""
-    if ctl[C_RESUME]:
-        ctl[C_RESUME] = 0
-        _done(t, jobs, ctl, ctl[C_JOB], ctl[C_AGAIN] != 0)
+    # One call of the inlined done() finishes every job (a resumed one, a skipped one, a placed one):
+    # each call site would be another copy of it to compile.
+    finished = ctl[C_JOB] if ctl[C_RESUME] else -1
+    again = ctl[C_RESUME] != 0 and ctl[C_AGAIN] != 0
+    ctl[C_RESUME] = 0
     while True:
+        if finished >= 0:
+            _done(t, jobs, ctl, finished, again)
+            finished, again = -1, False
         j = _pop(t, jobs, ctl)
         if j < 0:
             return FINISHED
         ctl[C_JOB] = j
         if jobs.skip[j]:
-            _done(t, jobs, ctl, j, False)
+            finished = j
             continue
         if jobs.shape[j] < 0:
             return PYTHON_JOB
         if not _attempt(t, jobs, shapes, nodes, index, sg, sc, out, ctl, j):
             return FIRST_NO_FIT
-        _done(t, jobs, ctl, j, False)
+        finished = j
 
 
 @njit(cache=True)
@@ -467,24 +472,28 @@ def _next_batch(t, jobs, out, ctl, limit, hold_last):
     """Pop up to ``limit`` jobs that have pods to place into ``out.job`` (count in ctl), passing over the
     rest, each finished with done(job, False) at the shares as they stand; with ``hold_last`` the last
     one is left popped but not done. Returns FINISHED once the order is empty."""
-    if ctl[C_RESUME]:
-        ctl[C_RESUME] = 0
-        _done(t, jobs, ctl, ctl[C_JOB], False)
+    finished = ctl[C_JOB] if ctl[C_RESUME] else -1  # one done() call site, as in _run
+    ctl[C_RESUME] = 0
     k = 0
-    while k < limit:
+    while True:
+        if finished >= 0:
+            _done(t, jobs, ctl, finished, False)
+            finished = -1
+        if k >= limit:
+            break
         j = _pop(t, jobs, ctl)
         if j < 0:
             ctl[C_RECORDS] = k
             return FINISHED
         if jobs.skip[j]:
-            _done(t, jobs, ctl, j, False)
+            finished = j
             continue
         out.job[k] = j
         k += 1
         ctl[C_JOB] = j
         if k == limit and hold_last:
             break
-        _done(t, jobs, ctl, j, False)
+        finished = j
     ctl[C_RECORDS] = k
     return PYTHON_JOB
 
