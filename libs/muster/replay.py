@@ -311,6 +311,12 @@ def _in_recorded_form(
     return [*decisions, completed]
 
 
+def log_events(log: Iterable[LoggedMessage], subjects: Subjects) -> list[Event]:
+    """Every event of ``log`` in stream order, as live readers take them (a refused message carries none)."""
+    messages = sorted((_as_admitted(m, subjects) for m in log), key=lambda m: m.seq)
+    return [event for message in messages for event in message.events]
+
+
 def _as_admitted(message: LoggedMessage, subjects: Subjects) -> LoggedMessage:
     """The message as live readers take it: a message they refuse is read as carrying no events.
 

@@ -6,7 +6,9 @@ allocator and the simulated fleet, jobs arriving at their original times:
 once under the recorded settings (the baseline) and once under the other
 ones. The report compares the two, per job (when it started, where) and per
 queue (GPU-hours received within the recorded window), and shows the
-recorded GPU-hours beside them.
+recorded GPU-hours beside them. Each re-run's log reads as a live one
+(``muster.report.simulated``), so ``WhatIfRun.reports`` gives ``muster
+report``'s figures of both (``muster replay --report``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import msgspec
 
 from muster import events as ev
 from muster.replay import LoggedMessage
+from muster.report import Report, build_report
+from muster.report.simulated import ReportedSimulation
 from muster.scenario import model as m
 from muster.scheduler.config import AllocatorConfig
-from muster.simulate import Simulation
 
 STEP = 1.0  # seconds of simulated time per cycle of the what-if run
 
@@ -176,8 +179,8 @@ def read_history(log: list[LoggedMessage]) -> History:
     )
 
 
-class _TimedSimulation(Simulation):
-    """A simulation whose jobs arrive at their submission times."""
+class _TimedSimulation(ReportedSimulation):
+    """A simulation whose jobs arrive at their submission times (its log reportable as a live one)."""
 
     def replay(self, history: History, queues: list[ev.QueueSpec]) -> Outcome:
         self.publish([ev.NodeRegistered(node=n) for n in history.nodes])
@@ -267,14 +270,33 @@ def _queue_report(names: list[str], history: History, before: Outcome, after: Ou
     }
 
 
-def what_if(
+@dataclass
+class WhatIfRun:
+    """The two re-runs of a history: under its own settings (before) and the other ones (after)."""
+
+    history: History
+    queues: list[ev.QueueSpec]
+    """The queues of the what-if."""
+    dropped: list[str]
+    before: Outcome
+    after: Outcome
+    before_log: list[ev.Event]
+    after_log: list[ev.Event]
+
+    def reports(self) -> tuple[Report, Report]:
+        """``muster report``'s figures of each re-run, over the whole of it (it goes on past the recorded
+        window until its jobs are done or the longest one could have been)."""
+        return build_report(self.before_log), build_report(self.after_log)
+
+
+def run_what_if(
     log: list[LoggedMessage],
     *,
     config: AllocatorConfig | None = None,
     queues: list[ev.QueueSpec] | None = None,
     drop_queues: bool = False,
-) -> dict:
-    """Per job and per queue, how the recorded history would have changed under ``config`` / ``queues``.
+) -> WhatIfRun:
+    """The recorded history re-run under its own settings and under ``config`` / ``queues``.
 
     Raises QueuesLeftOut when ``queues`` leaves out a queue live at the end of the history, whose jobs
     would be stranded, unless ``drop_queues`` says to drop them.
@@ -286,19 +308,37 @@ def what_if(
         raise QueuesLeftOut(dropped)
     # Compare like with like: the history re-run under its own settings, then under the other ones.
     # (The recorded outcome also depends on real cycle timing, which a re-run only approximates.)
-    before = _TimedSimulation(m.Scenario(name="as-recorded"), config=history.config).replay(
-        history, history.queues
-    )
-    after = _TimedSimulation(m.Scenario(name="what-if"), config=config or history.config).replay(
-        history, replayed_queues
-    )
+    baseline = _TimedSimulation(m.Scenario(name="as-recorded"), config=history.config)
+    before = baseline.replay(history, history.queues)
+    other = _TimedSimulation(m.Scenario(name="what-if"), config=config or history.config)
+    after = other.replay(history, replayed_queues)
+    return WhatIfRun(history, replayed_queues, dropped, before, after, baseline.log.events, other.log.events)
+
+
+def what_if(
+    log: list[LoggedMessage],
+    *,
+    config: AllocatorConfig | None = None,
+    queues: list[ev.QueueSpec] | None = None,
+    drop_queues: bool = False,
+) -> dict:
+    """Per job and per queue, how the recorded history would have changed under ``config`` / ``queues``.
+
+    Raises QueuesLeftOut as ``run_what_if`` does.
+    """
+    return what_if_document(run_what_if(log, config=config, queues=queues, drop_queues=drop_queues))
+
+
+def what_if_document(run: WhatIfRun) -> dict:
+    """The what-if's report (``muster replay --config/--queues --json``)."""
+    history, before, after, dropped = run.history, run.before, run.after, run.dropped
     jobs = {job.name: _job_report(job, before, after) for job in history.jobs}
     names = sorted(
         {
             *before.gpu_seconds,
             *after.gpu_seconds,
             *history.outcome.gpu_seconds,
-            *(q.name for q in replayed_queues),
+            *(q.name for q in run.queues),
         }
     )
     counts = {c: sum(1 for j in jobs.values() if j["category"] == c) for c in START_CATEGORIES}

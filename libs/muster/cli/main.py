@@ -21,6 +21,7 @@ COMMANDS = (
     "muster.cli.group_cmd",
     "muster.cli.simulate_cmd",
     "muster.cli.replay_cmd",
+    "muster.cli.report_cmd",
     "muster.cli.snapshots_cmd",
     "muster.cli.why_cmd",
     "muster.cli.agent_cmd",

@@ -14,11 +14,12 @@ from muster.cli.common import CHECK_FAILED, fail, print_json
 from muster.cli.queues_cmd import read_queue_file
 from muster.replay import LoggedMessage, load_log, log_from_nats, log_from_postgres, replay, save_log
 from muster.replay_window import ArchiveLog, StreamLog, Window, read_window
+from muster.report.text import side_by_side
 from muster.runtime.embedded import embedded_servers
 from muster.runtime.settings import Endpoints, NoRunningSystem, Settings
 from muster.scheduler.config import AllocatorConfig
 from muster.subjects import Subjects
-from muster.whatif import QueuesLeftOut, what_if
+from muster.whatif import QueuesLeftOut, run_what_if, what_if_document
 
 BUS_WAIT = 5.0
 """Seconds a replay from the archive waits for the bus, for its snapshots, before doing without."""
@@ -57,6 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--all", action="store_true", help="what-if: list every job (default: the first 20 of each change)"
     )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="what-if: also each queue's `muster report` figures in both re-runs, side by side "
+        "(in --json, under the key report)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
 
@@ -84,17 +91,25 @@ def _what_if(args: argparse.Namespace, log: list[LoggedMessage]) -> int:
             fail(f"{args.config}: {exc}")
     queues = read_queue_file(args.queues) if args.queues else None
     try:
-        report = what_if(log, config=config, queues=queues, drop_queues=args.drop_queues)
+        run = run_what_if(log, config=config, queues=queues, drop_queues=args.drop_queues)
     except QueuesLeftOut as exc:
         fail(
             f"{args.queues}: {exc}; their jobs could not run. "
             "Add them to the file, or pass --drop-queues to re-run history without them"
         )
+    report = what_if_document(run)
+    figures = run.reports() if args.report else None
     if args.json:
+        if figures is not None:
+            report["report"] = {"before": figures[0].to_builtins(), "after": figures[1].to_builtins()}
         print_json(report)
         return 0
     for line in what_if_lines(report, None if args.all else LISTED):
         print(line)
+    if figures is not None:
+        print()
+        for line in side_by_side(*figures):
+            print(line)
     return 0
 
 
@@ -145,6 +160,16 @@ def _job_line(job: dict) -> str:
     if before is None:
         return f"{where}, never started; starts after {after}s waiting in the what-if"
     return f"{where}, starts {job['start_delta']:+.1f}s ({before}s -> {after}s waiting)"
+
+
+def read_saved_log(path: str) -> tuple[list[LoggedMessage], Subjects]:
+    """A log saved with ``--save``, and the subjects it names; bad input names the file."""
+    try:
+        log = load_log(path)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        fail(f"{path}: not a muster log: {exc}")
+    # A saved log names its own subjects; their first token is the system's prefix.
+    return log, Subjects(log[0].subject.split(".")[0] if log else "muster")
 
 
 def read_log(source: str) -> tuple[list[LoggedMessage], Subjects]:
@@ -230,14 +255,11 @@ async def _read_log(endpoints: Endpoints, source: str) -> tuple[list[LoggedMessa
 def _run(args: argparse.Namespace) -> int:
     if args.drop_queues and not args.queues:
         fail("--drop-queues: only with --queues")
+    if args.report and not (args.queues or args.config):
+        fail("--report: only with --queues or --config (for a log's own figures: muster report)")
     whole = bool(args.save or args.config or args.queues)
     if args.log:
-        try:
-            log = load_log(args.log)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-            fail(f"{args.log}: not a muster log: {exc}")
-        # A saved log names its own subjects; their first token is the system's prefix.
-        subjects = Subjects(log[0].subject.split(".")[0] if log else "muster")
+        log, subjects = read_saved_log(args.log)
         window = Window(log)
     else:
         try:
