@@ -46,6 +46,11 @@ past the grace period, SIGKILL). A pod the agent finds gone without a known
 end (it restarted without its processes) is reported PodEvicted, so its gang
 returns to the queue.
 
+What runs where: a group says what its pods are (``PodGroupCreated.runtime``:
+command, image or simulated) and a node what it runs (``NodeSpec.runtimes``);
+a pod is placed only on a node that runs its kind, and the simulated fleet
+answers a bind that breaks this with BindFailed (``muster.runtimes``).
+
 Adoption: pods that already run when a fleet is handed over (``muster apply``
 of a scenario's ``running`` pods) are named in ``AdoptPods`` on
 ``nodes.<pool>``, before their workload is submitted. The fleet is the
@@ -170,6 +175,11 @@ class NodeSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """``gpu`` is the whole device count; ``gpu_memory`` is per device."""
     gpu_model: str | None = None
     unschedulable: bool = False
+    runtimes: list[str] = []
+    """What kinds of pod the node runs: ``command``, ``image``, ``simulated`` (see ``muster.runtimes``).
+    Empty, as on every node registered before nodes said so: what its backend runs, commands on a
+    ``muster agent`` node and simulated pods on any other. An old job may use any node whatever this
+    says, so an old log replays to the same decisions."""
 
 
 # -- events ------------------------------------------------------------------
@@ -218,6 +228,10 @@ class PodGroupCreated(_Event, tag="PodGroupCreated", kw_only=True):
     workload_uid: str = ""
     owner: str = ""
     """The tenant that submitted it; '' for the system's own logins (cli, framework)."""
+    runtime: str = ""
+    """What its pods are, and so which nodes may run them: ``command``, ``image`` or ``simulated`` (see
+    ``muster.runtimes``). '' (every group from before groups said so): any node, as when it was
+    decided, so an old log replays to the same decisions."""
 
 
 class PodGroupDeleted(_Event, tag="PodGroupDeleted", kw_only=True):

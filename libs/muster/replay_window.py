@@ -96,7 +96,10 @@ async def _read(log: LogSource, start: int, end: int) -> list[LoggedMessage]:
 async def read_window(log: LogSource, store, subjects: Subjects, from_seq: int, to_seq: int | None) -> Window:
     """The log for replaying cycles with watermarks in [from_seq, to_seq]."""
     first, last = await log.bounds()
-    metas = [m for m in await store.list() if m.fold.startswith("allocator-")] if store is not None else []
+    # A snapshot of another image format wrote its state another way: nothing here can restore it or
+    # recompute its digest (a fold of the same log images other bytes once the format changed).
+    listed = await store.list() if store is not None else []
+    metas = [m for m in listed if m.fold.startswith("allocator-") and m.format == codec.FORMAT]
     if from_seq <= first <= 1:
         # The whole history, and the stream still holds its beginning.
         return Window(await _read(log, first, last), check=metas)

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import pytest
 from muster.cli.apply_cmd import apply
+from muster.cli.apply_cmd import simulated_only as refuse_unsimulated
 from muster.replay import log_from_nats, replay
-from muster.scenario import allocator_config, load_scenario
+from muster.scenario import ScenarioError, allocator_config, load_scenario
 from muster.scenario.model import Scenario
 from muster.store.queries import status
 
@@ -86,7 +87,7 @@ def live_runs(request, simulated, servers, tmp_path_factory) -> dict[str, LiveRu
         for item in request.session.items
         if item.originalname == "test_live_reaches_the_simulated_outcome_and_replays_it"
     }
-    paths = [path for path in FILES if path in chosen and path.stem not in NEEDS_SIMULATED_TIME]
+    paths = [path for path in FILES if path in chosen and skip_reason(path) is None]
     return asyncio.run(_run_all(paths, simulated, servers, tmp_path_factory))
 
 
@@ -158,10 +159,24 @@ async def settled(live: LiveSystem, scenario: Scenario, want: dict) -> tuple[dic
     return got, False
 
 
+def simulated_only(path: Path) -> str | None:
+    """Why ``muster apply`` refuses the file, if it does: a node or job a live simulated fleet would only
+    pretend to run (a machine that runs commands, a command job). Such a file pins the simulator alone."""
+    try:
+        refuse_unsimulated(load_scenario(path))
+    except ScenarioError as exc:
+        return f"muster apply refuses it ({exc})"
+    return None
+
+
+def skip_reason(path: Path) -> str | None:
+    return NEEDS_SIMULATED_TIME.get(path.stem) or simulated_only(path)
+
+
 def cases() -> list:
     out = []
     for path in FILES:
-        reason = NEEDS_SIMULATED_TIME.get(path.stem)
+        reason = skip_reason(path)
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         out.append(pytest.param(path, id=path.stem, marks=marks))
     return out

@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 
 from muster import events as ev
-from muster.agent.plan import AGENT_LABEL, AGENT_VALUE
+from muster.agent.plan import AGENT_LABEL, AGENT_RUNTIMES, AGENT_VALUE
 
 ADDRESS_LABEL = "muster.dev/address"
 """Where other machines reach this node's agent: MASTER_ADDR for gangs whose rank 0 runs here."""
@@ -63,7 +63,8 @@ def node_spec(
     memory: int | None = None,
     address: str | None = None,
 ) -> ev.NodeSpec:
-    """The node an agent registers: its resources, its labels, and the label that marks it an agent's."""
+    """The node an agent registers: its resources, its labels, the label that marks it an agent's, and
+    what it runs."""
     return ev.NodeSpec(
         name=name,
         pool=pool,
@@ -75,4 +76,5 @@ def node_spec(
             memory=os_memory_bytes() if memory is None else memory,
         ),
         gpu_model=gpus.model,
+        runtimes=list(AGENT_RUNTIMES),
     )

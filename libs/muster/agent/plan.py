@@ -24,17 +24,18 @@ from typing import Literal
 
 from muster import events as ev
 from muster.fencing import EpochFence
+from muster.runtimes import AGENT_BACKEND, BACKEND_LABEL, COMMAND
+from muster.runtimes import is_agent_node as is_agent_node  # the agent's modules have always found it here
 
 PodKey = tuple[str, int]
 Phase = Literal["binding", "bound", "releasing", "gone"]
 
-AGENT_LABEL = "muster.dev/backend"
-AGENT_VALUE = "agent"
-
-
-def is_agent_node(spec: ev.NodeSpec) -> bool:
-    """Whether ``muster agent`` (not the binder's simulated fleet) runs this node's pods."""
-    return spec.labels.get(AGENT_LABEL) == AGENT_VALUE
+AGENT_LABEL = BACKEND_LABEL
+AGENT_VALUE = AGENT_BACKEND
+AGENT_RUNTIMES: tuple[str, ...] = (COMMAND,)
+"""What an agent's node declares it runs: processes. The agent starts no containers, so it does not
+declare ``image``, and the allocator never sends it a pod that names an image; an agent that gains
+a container runtime declares ``image`` here, and only then."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import time
 
 import msgspec
 
+from muster import runtimes
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
 from muster.cli.queues_cmd import topological
 from muster.cli.suggest import did_you_mean
@@ -40,8 +41,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 _JOB_QUEUE = re.compile(r"jobs\[(?P<job>\d+)\]\.queue")
 
 
+def simulated_only(scenario: Scenario) -> None:
+    """Refuse, naming the field, a node or job a live system could not hold: its nodes join the simulated
+    fleet, which runs nothing, and its jobs are the muster Job kind, which has nothing to run."""
+    for i, node in enumerate(scenario.nodes):
+        if node.runtimes is not None and set(node.runtimes) != {runtimes.SIMULATED}:
+            raise ScenarioError(
+                f"nodes[{i}].runtimes",
+                "apply adds simulated nodes only; `muster agent` on a machine adds a node that runs commands",
+            )
+    for i, job in enumerate(scenario.jobs):
+        if job.runtime != runtimes.SIMULATED:
+            raise ScenarioError(
+                f"jobs[{i}].runtime", "apply submits simulated jobs only; `muster run` submits a command"
+            )
+
+
 def plan(scenario: Scenario) -> tuple[list, list, list[dict]]:
     """(node specs, queue specs, job manifests) of a scenario, in file order."""
+    simulated_only(scenario)
     events = scenario_events(scenario)
     nodes = [e.node for e in events if isinstance(e, NodeRegistered)]
     queues = [e.queue for e in events if isinstance(e, QueueUpserted)]
@@ -97,6 +115,10 @@ def _run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.file)
     except ScenarioError as exc:
         fail(f"{exc}{_queue_meant(exc)}")
+    try:
+        simulated_only(scenario)
+    except ScenarioError as exc:
+        fail(str(exc.in_file(args.file)))
     try:
         result = asyncio.run(apply(scenario))
     except TimeoutError as exc:

@@ -42,6 +42,7 @@ def group_json(event: PodGroupCreated) -> dict[str, Any]:
         "priority": event.priority,
         "preemptible": event.preemptible,
         "min_available": event.min_available,
+        "runtime": event.runtime,
         "pods_total": sum(p.count for p in event.pods),
         "subgroups": [{"name": s.name, "min_available": s.min_available} for s in event.subgroups],
         "pods": [
@@ -82,6 +83,7 @@ def _text(events: list[PodGroupCreated]) -> str:
             f"  queue {e.queue}, pool {e.pool}, priority {e.priority_class} ({e.priority}), {preempt}"
         )
         lines.append(f"  gang: {e.min_available} of {total} pods")
+        lines.append(f"  runtime: {e.runtime} (only nodes that run {e.runtime} pods take them)")
         for s in e.subgroups:
             lines.append(f"  sub-group {s.name}: min {s.min_available}")
         for p in e.pods:

@@ -19,6 +19,11 @@ answered in their turn like a bind, with ``PodBound`` at the time they
 started, or ``BindFailed``. An adopted pod may run on a cordoned node (a
 cordon stops new pods, not running ones); every other check of a bind holds.
 
+A node runs only the pods of the runtimes it declares (``muster.runtimes``):
+in simulation a node may stand for a machine that runs commands or images,
+and the fleet plays its part; a bind of a pod the node does not run fails,
+so a command is never shown running where nothing runs it.
+
 A pod is ``(job, index)``; the index runs over the job's pod specs
 expanded in order.
 """
@@ -31,9 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from muster import events as ev
-from muster.agent.plan import is_agent_node
+from muster import runtimes
 from muster.kernels import share as share_rule
 from muster.kernels.share import FRACTION, MEMORY, UNKNOWN_SHARE, pod_kind
+from muster.runtimes import is_agent_node
 from muster.tolerances import EPS
 
 # The rule in plain Python: one call per bind, where entering a compiled function costs more than it.
@@ -91,6 +97,7 @@ class _Job:
     pods: tuple[_PodRequest, ...]
     duration: float | None
     workload_uid: str = ""
+    runtime: str = runtimes.ANY
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +211,7 @@ class SimFleet:
         for spec in event.pods:
             pods += [(spec.resources, is_shared(spec.resources))] * spec.count
         self._jobs[event.name] = _Job(
-            pods=tuple(pods), duration=event.duration, workload_uid=event.workload_uid
+            pods=tuple(pods), duration=event.duration, workload_uid=event.workload_uid, runtime=event.runtime
         )
         self._finished.pop(event.name, None)
         for adoption in self._adoptions.pop((event.name, event.workload_uid), ()):
@@ -404,6 +411,10 @@ class SimFleet:
             return f"node {bind.node} is unschedulable"
         if pod is None:
             return f"no pod {bind.pod} in job {bind.job}"
+        runtime = self._jobs[bind.job].runtime
+        if not runtimes.can_run(node.spec, runtime):
+            runs = " and ".join(runtimes.node_runtimes(node.spec))
+            return f"node {bind.node} cannot run {runtime} pods (it runs {runs} pods)"
         request, shared = pod
         invalid = invalid_request(request)
         if invalid:

@@ -17,8 +17,8 @@
       priority_class: train
       node_selector: {zone: a}
 
-One gang of ``count`` pods; each carries the command, so the agent of the
-node it lands on can run it.
+One gang of ``count`` pods; each carries the command, and the group is of
+the ``command`` runtime, so it lands only on a node whose agent can run it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from muster import runtimes
 from muster.events import PodGroupCreated
 from muster.grouping.errors import ManifestError
 from muster.grouping.model import Context, Meta
@@ -121,4 +122,4 @@ def group_command(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
         )
         for pod in group.pods
     ]
-    return [msgspec.structs.replace(group, pods=pods, workload_uid=ctx.uid)]
+    return [msgspec.structs.replace(group, pods=pods, workload_uid=ctx.uid, runtime=runtimes.COMMAND)]

@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from muster import bounds
+from muster import bounds, runtimes
 from muster.events import PodGroupCreated
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, join
@@ -149,7 +149,9 @@ def _merge(events: list[PodGroupCreated]) -> list[PodGroupCreated]:
     for event in events:
         if event.kind == "Pod" and event.name in by_name:
             i = by_name[event.name]
-            out[i] = msgspec.structs.replace(out[i], pods=[*out[i].pods, *event.pods])
+            # a pod that names an image makes the group one that needs a node that runs images
+            runtime = event.runtime if event.runtime == runtimes.IMAGE else out[i].runtime
+            out[i] = msgspec.structs.replace(out[i], pods=[*out[i].pods, *event.pods], runtime=runtime)
             continue
         by_name.setdefault(event.name, len(out))
         out.append(event)

@@ -15,10 +15,13 @@ default grouper) in short:
   defaults, and gives an unknown name priority 50 (train's value).
 - preemptible: a ``kai.scheduler/preemptibility`` label on an owner, then the pod;
   else priority < 100.
+- runtime (muster's own): ``image`` when a container of a pod names an image, else
+  ``simulated`` (see ``muster.runtimes``).
 """
 
 from __future__ import annotations
 
+from muster import runtimes
 from muster.events import PodGroupCreated, Topology
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import join
@@ -90,6 +93,12 @@ def _topology(draft: Draft) -> Topology | None:
     return Topology(required=required or None, preferred=preferred or None)
 
 
+def _runtime(draft: Draft) -> str:
+    # Images are what a manifest runs; one that names none has nothing a node could start, and only
+    # the simulated fleet can hold it.
+    return runtimes.IMAGE if any(t.image for t in draft.pods) else runtimes.SIMULATED
+
+
 def finish(
     draft: Draft,
     *,
@@ -121,4 +130,5 @@ def finish(
         subgroups=list(draft.subgroups),
         topology=_topology(draft),
         workload_uid=uid,
+        runtime=_runtime(draft),
     )

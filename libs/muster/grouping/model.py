@@ -18,7 +18,7 @@ import msgspec
 from muster.events import PodGroupCreated, PodSpec, SubGroup, Topology
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_map, get_str, join, string_map
-from muster.grouping.podspec import build_pod_spec
+from muster.grouping.podspec import build_pod_spec, names_an_image
 
 
 class Meta(msgspec.Struct, frozen=True):
@@ -94,6 +94,8 @@ class PodTemplate:
     labels: dict[str, str]
     annotations: dict[str, str]
     priority_class_name: str | None
+    image: bool = False
+    """Whether a container of the pod names an image: then only a node that runs images can run it."""
 
     def with_pod(self, **changes: Any) -> PodTemplate:
         return replace(self, pod=msgspec.structs.replace(self.pod, **changes))
@@ -124,6 +126,7 @@ def pod_template(
         labels=meta.labels,
         annotations=meta.annotations,
         priority_class_name=get_str(spec, "priorityClassName", spath),
+        image=names_an_image(spec),
     )
 
 

@@ -84,6 +84,16 @@ def _containers(spec: dict[str, Any], key: str, path: str) -> list[tuple[dict[st
     return out
 
 
+def names_an_image(spec: dict[str, Any]) -> bool:
+    """Whether a container of the pod spec (init containers included) names an image to run."""
+    return any(
+        isinstance(c, dict) and bool(c.get("image"))
+        for key in ("containers", "initContainers")
+        if isinstance(spec.get(key), list)
+        for c in spec[key]
+    )
+
+
 def effective_requests(spec: dict[str, Any], path: str) -> dict[str, int | float]:
     """The pod's effective request per resource (Kubernetes' rule), base units."""
     if not isinstance(spec.get("containers"), list) or not spec["containers"]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from muster import bounds
+from muster import bounds, runtimes
 from muster import events as ev
 from muster.bounds import MAX_NODE_GPUS
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, parse_quantity, whole_count
@@ -237,6 +237,7 @@ def job_to_podgroup(
         min_runtime=job.min_runtime,
         duration=job.duration,
         workload_uid=workload_uid,
+        runtime=job.runtime,
     )
     _within_bounds(bounds.check_pod_group, group, path)
     return group
@@ -253,6 +254,8 @@ def _within_bounds(check: Any, value: Any, path: str) -> None:
 def node_spec(node: m.Node, path: str = "node") -> ev.NodeSpec:
     if not node.name:
         raise ScenarioError(join(path, "name"), "must not be empty")
+    if node.runtimes is not None and not node.runtimes:
+        raise ScenarioError(join(path, "runtimes"), "name at least one of command, image, simulated")
     spec = ev.NodeSpec(
         name=node.name,
         pool=node.pool,
@@ -260,6 +263,7 @@ def node_spec(node: m.Node, path: str = "node") -> ev.NodeSpec:
         resources=node_resources(node.resources, join(path, "resources")),
         gpu_model=node.gpu_model,
         unschedulable=node.unschedulable,
+        runtimes=list(node.runtimes) if node.runtimes is not None else [runtimes.SIMULATED],
     )
     _within_bounds(bounds.check_node, spec, path)
     return spec

@@ -72,4 +72,8 @@ def check(expect: m.Expect | None, result: Any) -> list[Failure]:
                 got = float(seen_amounts.get(resource, 0.0))
                 if abs(got - want) > TOLERANCE:
                     failures.append(Failure(where, want, got))
+    for name, words in expect.reasons.items():
+        seen_reason = (jobs.get(name) or {}).get("reason") or ""
+        if words not in seen_reason:
+            failures.append(Failure(f"expect.reasons.{name}", words, seen_reason or "no reason"))
     return failures

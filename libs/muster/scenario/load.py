@@ -253,3 +253,6 @@ def _check_expect(expect: m.Expect, scenario: m.Scenario) -> None:
                 raise ScenarioError(f"expect.{key}.{queue}", f"no queue named {queue!r}")
             for resource, value in amounts.items():
                 cv.expected_amount(resource, value, f"expect.{key}.{queue}.{resource}")
+    for job in expect.reasons:
+        if job not in jobs:
+            raise ScenarioError(f"expect.reasons.{job}", f"no job named {job!r}")

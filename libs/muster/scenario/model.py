@@ -17,6 +17,8 @@ Placement = Literal["binpack", "spread"]
 GpuPlacement = Literal["binpack", "spread", "fgd-pack", "fgd", "bestfit", "packing", "random"]
 ActionName = Literal["allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction"]
 PriorityClass = Literal["train", "build-preemptible", "build", "inference"]
+# What a pod is and what a node runs (muster.runtimes; docs/scenario-format-extensions.md).
+Runtime = Literal["command", "image", "simulated"]
 
 ALL_ACTIONS: tuple[str, ...] = ("allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction")
 PRIORITY_CLASSES: dict[str, int] = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
@@ -56,6 +58,8 @@ class Node(_Strict):
     resources: dict[str, Quantity] = {}
     gpu_model: str | None = None
     unschedulable: bool = False
+    runtimes: list[Runtime] | None = None
+    """What kinds of pod the node runs; absent: simulated ones."""
 
 
 class QueueResource(_Strict):
@@ -112,6 +116,8 @@ class Job(_Strict):
     pods: list[Pod] = []
     running: list[Running] = []
     started_at: float = 0.0
+    runtime: Runtime = "simulated"
+    """What the job's pods are, and so which nodes may run them."""
 
 
 class Expect(_Strict):
@@ -122,6 +128,8 @@ class Expect(_Strict):
     placements: dict[str, list[str]] = {}
     fair_share: dict[str, dict[str, Quantity]] = {}
     allocated: dict[str, dict[str, Quantity]] = {}
+    reasons: dict[str, str] = {}
+    """Words each named job's reason (why it waits) contains."""
 
 
 class Scenario(_Strict):

@@ -46,7 +46,6 @@ from muster.kernels.placement import (
     _unapply,
 )
 
-from . import reasons
 from .capacity import first_exceeded, over_limit_text, over_quota_text
 from .gang import elastic_state, pipelines_whole_gang
 from .ordering import job_order, queue_key, smaller_share
@@ -689,7 +688,7 @@ def _first_no_fit(
 ) -> None:
     """The first plain job of shape k found no room (``count`` pods fitted): why, for it and its shape."""
     pods = list(range(len(job.pods)))
-    why = reasons.no_fit(job, pods, count, s.nodes, s.pod_arrays(job, pods))
+    why = s.no_fit(job, pods, count)
     failed_shapes[shape_keys[k]] = why
     shapes.failed[k] = True
     s.reasons[job.name] = why

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 
+from muster import runtimes
 from muster.kernels import placement as pl
 
-from .state import Job, PodReq
+from .state import Job, Offer, PodReq
 
 RES_NAMES = ("gpu", "cpu", "memory")
+
+_HOW_TO_GET = {
+    runtimes.COMMAND: "`muster agent` on a machine adds a node that runs them",
+    runtimes.IMAGE: "only a node with a container runtime runs them, and `muster agent` has none",
+    runtimes.SIMULATED: "`muster apply` adds simulated nodes",
+}
 
 
 def amount(r: int, value: float) -> str:
@@ -72,16 +80,47 @@ def _nodes(n: int) -> str:
     return f"{n} node" if n == 1 else f"{n} nodes"
 
 
+def _cluster(pool: str) -> str:
+    return "the cluster" if pool == "default" else f"pool {pool}"
+
+
+def cannot_run(runtime: str, pool: str, offered: tuple[str, ...]) -> str:
+    """No node of the pool runs pods of ``runtime``; its nodes run ``offered`` only."""
+    text = f"no node can run {runtime} pods: {_cluster(pool)} has {' and '.join(offered)} nodes only"
+    how = _HOW_TO_GET.get(runtime)
+    return f"{text}; {how}" if how else text
+
+
+def no_gpus(pool: str, req: PodReq, k: int) -> str:
+    """The pod needs a GPU and no node of the pool has one."""
+    needs = "each pod needs" if k > 1 else "the pod needs"
+    return f"{_cluster(pool)} has no GPUs ({needs} {describe(req)})"
+
+
 def no_fit(
-    job: Job, pods: list[int], failed_row: int, nodes: pl.NodeArrays, arrays: pl.PodArrays, where: str = ""
+    job: Job,
+    pods: list[int],
+    failed_row: int,
+    nodes: pl.NodeArrays,
+    arrays: pl.PodArrays,
+    offer: Callable[[str, str], Offer],
+    where: str = "",
 ) -> str:
-    """A gang (or pod) that fits nowhere: how many nodes have room for how many of its pods."""
+    """A gang (or pod) that fits nowhere: no node runs its kind or the cluster has no GPUs for it, or how
+    many nodes have room for how many of its pods. ``offer(pool, runtime)``: what the pool's nodes offer a
+    pod of that runtime (asked only when the pod fits no node)."""
     req = job.pods[pods[failed_row]]
     k = len(pods)
     elig = arrays.eligible[arrays.ints[failed_row, pl.P_SPEC]]
     n_elig = int(np.count_nonzero(elig))
     what = f"gang of {k} pods does not fit{where}" if k > 1 else f"pod does not fit{where}"
+    needs_gpu = req.kind != pl.CPU_ONLY
     if n_elig == 0:
+        found = offer(job.pool, req.runtime)
+        if found.runtimes and not found.nodes:
+            return cannot_run(req.runtime, job.pool, found.runtimes)
+        if found.runtimes and needs_gpu and not found.all_gpus:
+            return no_gpus(job.pool, req, k)
         limits = []
         if req.node_selector:
             limits.append("node_selector " + ", ".join(f"{a}={b}" for a, b in req.node_selector))
@@ -95,6 +134,8 @@ def no_fit(
     rooms = pl.room(nodes, arrays, failed_row, k)
     counts = Counter(int(c) for c in rooms[elig] if c > 0)
     if not counts:
+        if needs_gpu and not nodes.ints[:, pl.N_GPUS].any():
+            return no_gpus(job.pool, req, k)  # no node served has one, so none of the pool's
         return f"{what}: no node has room for a pod needing {describe(req)} ({_nodes(n_elig)} considered)"
     parts = []
     for c in sorted(counts, reverse=True):

@@ -13,11 +13,12 @@ from muster import events as ev
 from muster.kernels import placement as pl
 from muster.kernels.share import device_share
 
+from . import reasons
 from .config import AllocatorConfig
 from .ordering import QueueShares
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
 from .queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
-from .state import ALLOCATED, PENDING, ClusterState, Job, gpu_accounting, planes
+from .state import ALLOCATED, PENDING, ClusterState, Job, Offer, gpu_accounting, planes
 
 
 class Session:
@@ -62,6 +63,7 @@ class Session:
         """Bumped by every change to ``alloc`` and ``alloc_np``."""
         self._free_gpus = (-1, 0.0)
         self._eligible: dict[tuple, np.ndarray] = {}
+        self._offers: dict[tuple[str, str], Offer] = {}
         self._pod_arrays: dict[tuple, pl.PodArrays] = {}
         self.decisions: list[ev.BindRequested | ev.EvictionRequested] = []
         self.reasons: dict[str, str] = {}
@@ -153,6 +155,18 @@ class Session:
         if mask is None:
             mask = self._eligible[key] = self.state.node_table.eligible(job.pool, spec_key)
         return mask
+
+    def offer(self, pool: str, runtime: str) -> Offer:
+        """What the nodes of ``pool`` offer a pod of ``runtime`` (``NodeTable.offer``), asked once a cycle."""
+        key = (pool, runtime)
+        found = self._offers.get(key)
+        if found is None:
+            found = self._offers[key] = self.state.node_table.offer(pool, runtime)
+        return found
+
+    def no_fit(self, job: Job, pods: list[int], count: int) -> str:
+        """Why ``pods`` of ``job`` found no room when the first ``count`` of them fitted."""
+        return reasons.no_fit(job, pods, count, self.nodes, self.pod_arrays(job, pods), self.offer)
 
     def free_gpus(self) -> float:
         """GPU devices not held by running pods on served nodes (idle, releasing, free parts of shared

@@ -24,8 +24,9 @@ def gpu_nodes(
     labels: dict[str, str] | None = None,
     gpu_model: str | None = None,
     unschedulable: bool = False,
+    runtimes: list[str] | None = None,
 ) -> list[ev.Event]:
-    """``n`` nodes named prefix-0.. with ``gpus`` devices each (cpu in cores)."""
+    """``n`` nodes named prefix-0.. with ``gpus`` devices each (cpu in cores), running ``runtimes``."""
     return [
         ev.NodeRegistered(
             node=ev.NodeSpec(
@@ -34,6 +35,7 @@ def gpu_nodes(
                 labels=dict(labels or {}),
                 gpu_model=gpu_model,
                 unschedulable=unschedulable,
+                runtimes=list(runtimes or []),
                 resources=ev.Resources(
                     gpu=gpus, gpu_memory=gpu_memory if gpus else 0, cpu=int(cpu * 1000), memory=memory
                 ),
@@ -89,6 +91,7 @@ def gang_job(
     gpu_models: list[str] | None = None,
     topology: ev.Topology | None = None,
     pool: str = "default",
+    runtime: str = "",
 ) -> ev.Event:
     """A job of ``pods`` identical pods; a gang of all of them unless ``min_available`` says otherwise."""
     return ev.PodGroupCreated(
@@ -100,6 +103,7 @@ def gang_job(
         min_available=pods if min_available is None else min_available,
         submitted_at=submitted_at,
         topology=topology,
+        runtime=runtime,
         pods=[
             ev.PodSpec(
                 count=pods,

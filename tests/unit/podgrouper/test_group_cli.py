@@ -29,11 +29,13 @@ def test_json_output_has_the_cli_md_shape(capsys):
         "priority",
         "preemptible",
         "min_available",
+        "runtime",
         "pods_total",
         "subgroups",
         "pods",
     }
     assert (group["kind"], group["min_available"], group["pods_total"]) == ("PyTorchJob", 3, 3)
+    assert group["runtime"] == "image"
     assert group["subgroups"] == [
         {"name": "master", "min_available": 1},
         {"name": "worker", "min_available": 2},

@@ -9,6 +9,7 @@ import pytest
 from muster import snapshots as sn
 from muster.events import AllocatorConfigured, CycleCompleted
 from muster.replay import LoggedMessage, Start, load_log, replay
+from muster.replay_window import read_window
 from muster.scheduler import snapshot as codec
 from muster.scheduler.config import AllocatorConfig
 from muster.scheduler.engine import Allocator
@@ -111,3 +112,31 @@ def test_after_a_configuration_change_a_window_starts_from_a_snapshot_of_the_old
 
     assert report.started_from == {"default": start.meta.seq}
     assert report.divergences == 0 and report.cycles > 0
+
+
+class _Log:
+    """The golden log as a log source."""
+
+    def __init__(self, messages):
+        self.messages = messages
+
+    async def bounds(self):
+        return self.messages[0].seq, self.messages[-1].seq
+
+    async def read(self, start, end):
+        return [m for m in self.messages if start <= m.seq <= end]
+
+
+class _Store:
+    def __init__(self, metas):
+        self.metas = metas
+
+    async def list(self):
+        return self.metas
+
+
+async def test_a_snapshot_of_an_older_image_format_is_neither_checked_nor_started_from(log):
+    current = snapshot_at(log, watermarks(log)[3]).meta
+    older = msgspec.structs.replace(current, format=codec.FORMAT - 1, seq=current.seq + 1)
+    window = await read_window(_Log(log), _Store([current, older]), SUBJECTS, 1, None)
+    assert window.check == [current]

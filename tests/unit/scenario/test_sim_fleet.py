@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from muster import events as ev
 from muster.fleet.sim import SimFleet
 
@@ -368,3 +369,31 @@ def test_a_pod_the_fleet_already_runs_is_not_adopted_again():
     confirm(f)
     f.apply(adopt(("a", 0, [1])))
     assert confirm(f) == []
+
+
+def _runs(runtimes):
+    registered = node()
+    return ev.NodeRegistered(node=msgspec.structs.replace(registered.node, runtimes=runtimes))
+
+
+def _of(runtime, name="a"):
+    return ev.PodGroupCreated(name=name, queue="q", pods=[ev.PodSpec(resources=WHOLE)], runtime=runtime)
+
+
+def test_a_command_bound_to_a_simulated_node_fails_instead_of_showing_it_running():
+    f = fleet(_runs(["simulated"]), _of("command"), bind("a", gpus=[0]))
+    (refused,) = confirm(f)
+    assert isinstance(refused, ev.BindFailed)
+    assert refused.reason == "node node-a cannot run command pods (it runs simulated pods)"
+    assert f.bound() == []
+
+
+def test_a_node_that_stands_for_a_machine_in_simulation_runs_the_pods_it_declares():
+    f = fleet(_runs(["command", "image"]), _of("command"), _of("image", "b"), bind("a", gpus=[0]))
+    f.apply(bind("b", gpus=[1]))
+    assert [type(e) for e in confirm(f)] == [ev.PodBound, ev.PodBound]
+
+
+def test_a_group_from_before_runtimes_binds_on_any_node_as_it_did():
+    f = fleet(_runs(["command"]), group("a", WHOLE), bind("a", gpus=[0]))
+    assert [type(e) for e in confirm(f)] == [ev.PodBound]

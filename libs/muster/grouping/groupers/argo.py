@@ -161,7 +161,10 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
     priority = get_str(template, "priorityClassName", tpath) or get_str(
         walk.spec, "podPriorityClassName", walk.spath
     )
-    return PodTemplate(pod=pod, labels=labels, annotations=annotations, priority_class_name=priority)
+    image = any(bool(c.get("image")) for c, _ in [*containers, *init])
+    return PodTemplate(
+        pod=pod, labels=labels, annotations=annotations, priority_class_name=priority, image=image
+    )
 
 
 def _add_pod(walk: _Walk, template: PodTemplate, prefix: str) -> None:

@@ -87,6 +87,8 @@ def _role(spec: dict[str, Any], spath: str, role: str, count: int) -> PodTemplat
         labels=string_map(part, "labels", rpath),
         annotations=string_map(part, "annotations", rpath),
         priority_class_name=get_str(part, "priorityClassName", rpath),
+        # Spark's operator runs the application's image, or the role's own.
+        image=bool(get_str(part, "image", rpath) or get_str(spec, "image", spath)),
     )
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from muster.kernels import placement as pl
 from muster.tolerances import EPS
 
-from .. import batch, reasons
+from .. import batch
 from ..capacity import capacity_reason
 from ..gang import pipeline_all
 from ..session import Session
@@ -71,7 +71,7 @@ def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | N
         if result.count == len(pods):
             return None
         stmt.discard()
-        return reasons.no_fit(job, pods, result.count, s.nodes, s.pod_arrays(job, pods))
+        return s.no_fit(job, pods, result.count)
     domains = topology_domains(s, job, pods, level)
     for _, mask in domains:
         cp = stmt.checkpoint()
@@ -84,7 +84,7 @@ def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | N
         if result.count == len(pods):
             return None
         stmt.discard()
-        return reasons.no_fit(job, pods, result.count, s.nodes, s.pod_arrays(job, pods))
+        return s.no_fit(job, pods, result.count)
     stmt.discard()
     return (
         f"no {level} domain has room for all {len(pods)} pods of the job"

@@ -4,7 +4,7 @@ sections it is composed of: ``nodes``, the pod ``ledger``, ``queue_sums``, ``usa
 move between the used and releasing planes of the node arrays."""
 
 from .cluster import SECTIONS, ClusterImage, ClusterState, StateImage
-from .nodes import Node, NodeTable
+from .nodes import Node, NodeTable, Offer
 from .pods import (
     ACTIVE,
     ALLOCATED,
@@ -41,6 +41,7 @@ __all__ = [
     "Job",
     "Node",
     "NodeTable",
+    "Offer",
     "PodReq",
     "StateImage",
     "decayed_seconds",

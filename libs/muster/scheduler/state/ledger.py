@@ -70,7 +70,7 @@ class PodLedger:
 
     def create(self, e: ev.PodGroupCreated) -> Job:
         """Record the job ``e`` creates, every pod pending (its queue's sums are the caller's)."""
-        key, requests, plain = self._pod_requests(e.pods)
+        key, requests, plain = self._pod_requests(e.pods, e.runtime)
         pods = list(requests)
         n = len(pods)
         job = Job(
@@ -113,14 +113,16 @@ class PodLedger:
         self.stale_candidates.discard(name)
         self.stale_since.pop(name, None)
 
-    def _pod_requests(self, specs: list[ev.PodSpec]) -> tuple[bytes, tuple[PodReq, ...], bool]:
-        """(key, every pod's request, whether they may share a shape) of a job's pod specs."""
-        key = _encode(specs)
+    def _pod_requests(self, specs: list[ev.PodSpec], runtime: str) -> tuple[bytes, tuple[PodReq, ...], bool]:
+        """(key, every pod's request, whether they may share a shape) of a job's pod specs, in a group of
+        ``runtime``."""
+        # A runtime holds no '[', which starts the specs' JSON: the key is one list in one runtime.
+        key = runtime.encode() + _encode(specs)
         hit = self._requests_of.get(key)
         if hit is None:
             pods: list[PodReq] = []
             for si, spec in enumerate(specs):
-                pods.extend([pod_req(spec, f"pods[{si}]")] * max(0, spec.count))
+                pods.extend([pod_req(spec, f"pods[{si}]", runtime)] * max(0, spec.count))
             if len(self._requests_of) >= REQUESTS_REMEMBERED:
                 self._requests_of.clear()
                 self._shape_of.clear()

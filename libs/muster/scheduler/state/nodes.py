@@ -7,16 +7,28 @@ them instead of rebuilding a snapshot. A removed node's slot is reused by the ne
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import msgspec
 import numpy as np
 
 from muster import events as ev
+from muster import runtimes
 from muster.kernels import placement as pl
 
 from . import planes
 from .pods import PodReq
+
+
+class Offer(NamedTuple):
+    """What the nodes of one pool offer a pod of one runtime (``NodeTable.offer``)."""
+
+    runtimes: tuple[str, ...]
+    """Every runtime some node of the pool runs, sorted."""
+    nodes: int
+    """Nodes that run the pod's runtime."""
+    all_gpus: int
+    """GPU devices on every node of the pool."""
 
 
 @dataclass(slots=True)
@@ -169,13 +181,13 @@ class NodeTable:
 
     def eligible(self, pool: str, spec_key: tuple) -> np.ndarray:
         """Slots of the nodes a pod of ``pool`` with ``spec_key`` (``PodReq.spec_key``) may use: in that
-        pool, schedulable, with the labels it selects, one of the GPU models it names (if any), and every
-        extended resource it asks for."""
-        selector, models, ext_names = spec_key
+        pool, schedulable, running pods of its runtime, with the labels it selects, one of the GPU models
+        it names (if any), and every extended resource it asks for."""
+        selector, models, ext_names, runtime = spec_key
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
             spec = node.spec
-            if spec.unschedulable or spec.pool != pool:
+            if spec.unschedulable or spec.pool != pool or not runtimes.can_run(spec, runtime):
                 continue
             if any(spec.labels.get(k) != v for k, v in selector):
                 continue
@@ -185,6 +197,19 @@ class NodeTable:
                 continue
             mask[node.slot] = True
         return mask
+
+    def offer(self, pool: str, runtime: str) -> Offer:
+        """What the nodes of ``pool`` offer a pod of ``runtime``, schedulable or not."""
+        kinds: set[str] = set()
+        nodes = all_gpus = 0
+        for node in self.nodes.values():
+            spec = node.spec
+            if spec.pool != pool:
+                continue
+            kinds.update(runtimes.node_runtimes(spec))
+            all_gpus += int(spec.resources.gpu)
+            nodes += runtimes.can_run(spec, runtime)
+        return Offer(tuple(sorted(kinds)), nodes, all_gpus)
 
     def served_mask(self) -> np.ndarray:
         """Which slots hold a node."""

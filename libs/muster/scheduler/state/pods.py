@@ -45,15 +45,18 @@ class PodReq:
     whole: int
     share: float
     invalid: str | None
+    runtime: str = ""
+    """What the pod is (its group's ``runtime``): only nodes that run that kind may take it."""
 
     @property
     def spec_key(self) -> tuple:
         """Everything that decides which nodes this pod may use."""
-        return (self.node_selector, self.gpu_models, tuple(name for name, _ in self.ext))
+        return (self.node_selector, self.gpu_models, tuple(name for name, _ in self.ext), self.runtime)
 
 
-def pod_req(spec: ev.PodSpec, path: str) -> PodReq:
-    """The request of one pod of ``spec``; an invalid one names what is wrong, under ``path``."""
+def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
+    """The request of one pod of ``spec`` in a group of ``runtime``; an invalid one names what is wrong,
+    under ``path``."""
     r = spec.resources
     invalid = None
     try:
@@ -75,6 +78,7 @@ def pod_req(spec: ev.PodSpec, path: str) -> PodReq:
         whole=int(r.gpu) if kind == pl.WHOLE else 0,
         share=float(r.gpu) if kind == pl.FRACTION else 0.0,
         invalid=invalid,
+        runtime=runtime,
     )
 
 
