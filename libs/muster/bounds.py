@@ -243,7 +243,7 @@ def _node(e: ev.NodeRegistered | ev.NodeUpdated) -> None:
 
 def _queue_spec(path: str, queue: ev.QueueSpec) -> None:
     _name(f"{path}.name", QUEUE, queue.name)
-    if queue.parent is not None:
+    if queue.parent:
         _name(f"{path}.parent", QUEUE, queue.parent)
     _int32(f"{path}.priority", queue.priority)
     _int32(f"{path}.order", queue.order)
@@ -334,6 +334,12 @@ def _pod(e: ev.EvictionRequested | ev.BindFailed | ev.PodEvicted | ev.PodComplet
     _job_and_node("", e)
 
 
+def _failed(e: ev.PodFailed) -> None:
+    _pod(e)
+    if e.exit_code is not None:
+        _int32(".exit_code", e.exit_code)  # the projection keeps it in an ``integer``
+
+
 def _rejected(e: ev.BindRejected) -> None:
     _pod(e)
     _int32(".epoch", e.epoch, 0)
@@ -358,7 +364,7 @@ def _configured(e: ev.AllocatorConfigured) -> None:
 
 def _workload(e: ev.WorkloadSubmitted) -> None:
     _refers(".uid", e.uid, MAX_UID)
-    if e.queue is not None:
+    if e.queue:  # '' names no queue, as None does
         _name(".queue", QUEUE, e.queue)
     _nesting(".manifests", e.manifests)
 
@@ -407,6 +413,6 @@ _CHECKS: dict[type, Callable[[Any], None]] = {
     ev.BindRejected: _rejected,
     ev.PodEvicted: _pod,
     ev.PodCompleted: _pod,
-    ev.PodFailed: _pod,
+    ev.PodFailed: _failed,
     ev.DeadLettered: _letter,
 }

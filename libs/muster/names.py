@@ -11,16 +11,16 @@ and muster takes the same rules for the same kinds:
 - a tenant is named as a namespace, which it plays the part of: a DNS-1123
   label, at most 63 of lowercase letters, digits and ``-``, starting and
   ending with a letter or digit (it is one NATS subject token, so no ``.``);
-- a node pool is a label value (``kai.scheduler/node-pool``): empty, or at
-  most 63 of letters, digits, ``-``, ``_`` and ``.``, starting and ending
-  with a letter or digit; a label key is an optional DNS subdomain prefix
-  and ``/`` before a name with the label value's characters (1 to 63).
+- a node pool is named by a label value (``kai.scheduler/node-pool``): 1 to
+  63 of letters, digits, ``-``, ``_`` and ``.``, starting and ending with a
+  letter or digit; a label key is an optional DNS subdomain prefix and ``/``
+  before a name with the label value's characters (1 to 63).
 
 So no name holds a space, ``/``, a newline, a control or format character
-(a right-to-left override) or anything outside ASCII, and two different
-names never read or file the same. ``problem`` says what is wrong with a
-name in words, the character named by its code point where printing it
-would mislead; ``quoted`` shows a name in a message, escaped and cut.
+(a right-to-left override) or anything outside ASCII. ``Rule.refusal`` says
+what is wrong with a name in words, naming a character by its code point
+where printing it would mislead; ``quoted`` shows a name in a message,
+escaped and cut short.
 """
 
 from __future__ import annotations
@@ -45,10 +45,6 @@ KNOWN = 4096
 """Valid names each rule remembers: queues, pools, tenants and nodes recur in event after event."""
 SHOWN = 60
 """Characters of a name a message shows; the rest is counted, not printed."""
-
-
-class InvalidName(ValueError):
-    """A name its kind's rule refuses; the message says why (callers add the field)."""
 
 
 @dataclass(frozen=True)
@@ -100,16 +96,9 @@ class Rule:
         why = self.problem(name)
         return None if why is None else f"{quoted(name)} is not a valid {self.kind} name: it {why}"
 
-    def check(self, name: str) -> str:
-        """``name``, or ``InvalidName`` saying why it is not one."""
-        why = self.refusal(name)
-        if why is not None:
-            raise InvalidName(why)
-        return name
-
     @property
     def summary(self) -> str:
-        return f"a {self.kind} name is {self.allowed}, at most {self.longest} long"
+        return f"a {self.kind} name is {self.allowed}, at most {self.longest} characters"
 
     @property
     def _parts(self) -> str:
@@ -150,18 +139,19 @@ POOL = _label_value("pool", _QUALIFIED)
 """A pool is named by a label value, and is never empty."""
 LABEL_VALUE = _label_value("label value", _LABEL_VALUE)
 _PREFIX = subdomain("label prefix")
+"""The part of a label key before '/'."""
 _QUALIFIED_NAME = _label_value("label key", _QUALIFIED)
+"""The part of a label key after '/' (or all of it)."""
 
 
-def label_key_problem(key: str) -> str | None:
-    """What is wrong with a label key (``[prefix/]name``), in words; None if nothing is."""
+def label_key_refusal(key: str) -> str | None:
+    """Why a label key (``[prefix/]name``) is refused, as ``Rule.refusal`` says it; None if it is valid."""
     prefix, slash, name = key.rpartition("/")
     if slash and (why := _PREFIX.problem(prefix)) is not None:
-        return f"has a prefix that {why}"
-    if len(name) <= MAX_LABEL and _QUALIFIED.fullmatch(name):
-        return None
-    why = _QUALIFIED_NAME.problem(name) or "must not be empty"
-    return f"has a name part that {why}" if slash else why
+        why = f"has a prefix that {why}"
+    elif (why := _QUALIFIED_NAME.problem(name)) is not None:
+        why = f"has a name part that {why}" if slash else why
+    return None if why is None else f"{quoted(key)} is not a valid label key: it {why}"
 
 
 def quoted(name: str) -> str:

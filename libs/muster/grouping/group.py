@@ -152,8 +152,9 @@ def _check_job_name(event: PodGroupCreated, meta: Meta) -> None:
 def _check_bounds(event: PodGroupCreated) -> None:
     """Refuse a group the bus would refuse, so the submission is rejected instead of lost.
 
-    Plugins name the manifest field for the bounds they can see (counts, minimums);
-    this catches the rest (a PriorityClass value past int32, a pod asking 10**12 GPUs)."""
+    Plugins name the manifest field for the bounds they can see (counts, minimums), and grouping
+    the names it reads; this catches the rest (a PriorityClass value past int32, a pod asking
+    10**12 GPUs, a name a plugin registered from outside made)."""
     try:
         bounds.check_pod_group(event)
     except bounds.OutOfBounds as exc:
@@ -194,7 +195,7 @@ def group_manifests(
     if not isinstance(docs, list) or not docs:
         raise ManifestError("", "expected at least one manifest")
     many = len(docs) > 1
-    if queue_override is not None and (why := QUEUE.refusal(queue_override)) is not None:
+    if queue_override and (why := QUEUE.refusal(queue_override)) is not None:
         raise ManifestError("queue", why)
     if not nesting_bounded:
         # Every document first: a plugin may read any of them (a runtime, a template) recursively.
@@ -239,10 +240,10 @@ def group_manifests(
                         uid=uid,
                         queue_override=queue_override,
                     )
-                    _check_bounds(event)
                 if top != i and top in pod_group_of:
                     event = msgspec.structs.replace(event, name=pod_group_of[top])
                 _check_job_name(event, meta)
+                _check_bounds(event)
                 pod_group_of.setdefault(i, event.name)
                 events.append(event)
                 pods += sum(p.count for p in event.pods)
