@@ -9,6 +9,13 @@ Each limit below says why it is where it is; ``check`` raises ``OutOfBounds``
 naming the first field past one, as a JSON path (``$.events[0].pods[0].count``),
 so the message is dead-lettered with its reason instead of crashing a reader.
 
+Names follow Kubernetes' rules (``muster.names``): an event that introduces a
+name (a job's ``PodGroupCreated``, a queue's ``UpsertQueue`` / ``QueueUpserted``,
+a node's ``NodeRegistered`` / ``NodeUpdated``) is checked against the whole rule
+of its kind; one that only refers to a name (``BindRequested.job``,
+``PodGroupDeleted.name``...) against its length alone, the one comparison that
+keeps an index row, a file name and a message bounded.
+
 Scenario files become events through the same limits (``muster.scenario.convert``).
 """
 
@@ -18,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from muster import events as ev
+from muster.names import JOB, MAX_NAME, NODE, POOL, QUEUE, TENANT, Rule, quoted
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 """Postgres ``integer``: priorities, pod indices, cycles, epochs, pod counts are stored in one."""
@@ -43,6 +51,8 @@ storage-like ones. Sums over a node's pods stay far inside 64 bits."""
 MAX_NESTING = 64
 """Levels of nesting in free-form documents (manifests, allocator settings). Kubernetes manifests
 nest about 15 deep; readers walk them recursively, and Python stops at about 1,000 levels."""
+MAX_UID = 253
+"""Characters of a submission's or a cancel request's id: a key of the projection's workloads, like a name."""
 
 
 class OutOfBounds(ValueError):
@@ -79,7 +89,15 @@ def check_pod_group(group: ev.PodGroupCreated, root: str = "$") -> None:
 def check_node(node: ev.NodeSpec, root: str = "$") -> None:
     """``check`` for one node spec; paths start at ``root``."""
     try:
-        _resources(".resources", node.resources, pod=False)
+        _node_spec("", node)
+    except OutOfBounds as exc:
+        raise OutOfBounds(f"{root}{exc.path}", exc.message) from None
+
+
+def check_queue(queue: ev.QueueSpec, root: str = "$") -> None:
+    """``check`` for one queue spec; paths start at ``root``."""
+    try:
+        _queue_spec("", queue)
     except OutOfBounds as exc:
         raise OutOfBounds(f"{root}{exc.path}", exc.message) from None
 
@@ -98,6 +116,19 @@ def _range(path: str, value: int | float, low: int | float, high: int | float, u
 
 def _int32(path: str, value: int, low: int = INT32_MIN) -> None:
     _range(path, value, low, INT32_MAX)
+
+
+def _name(path: str, rule: Rule, value: str) -> None:
+    """A name an event introduces: the whole rule of its kind."""
+    if rule.fits(value):
+        return
+    raise OutOfBounds(path, rule.refusal(value) or "")
+
+
+def _refers(path: str, value: str, longest: int = MAX_NAME) -> None:
+    """A name an event only refers to: its length (whoever introduced it checked the rest)."""
+    if len(value) > longest:
+        raise OutOfBounds(path, f"{quoted(value)} is above the limit of {longest} characters")
 
 
 _CONTAINERS = (dict, list)
@@ -166,6 +197,11 @@ def pod_group_fits(g: ev.PodGroupCreated) -> bool:
         and INT32_MIN <= g.priority <= INT32_MAX
         and 0 <= g.min_available <= MAX_PODS_PER_GROUP
         and (not g.subgroups or all(0 <= s.min_available <= MAX_PODS_PER_GROUP for s in g.subgroups))
+        and JOB.fits(g.name)
+        and QUEUE.fits(g.queue)
+        and POOL.fits(g.pool)
+        and (not g.owner or TENANT.fits(g.owner))
+        and len(g.workload_uid) <= MAX_UID
     )
 
 
@@ -176,6 +212,12 @@ def _pod_group(g: ev.PodGroupCreated) -> None:
 
 def _pod_group_walk(g: ev.PodGroupCreated) -> None:
     """Raise naming the first field of ``g`` past its limit."""
+    _name(".name", JOB, g.name)
+    _name(".queue", QUEUE, g.queue)
+    _name(".pool", POOL, g.pool)
+    if g.owner:
+        _name(".owner", TENANT, g.owner)
+    _refers(".workload_uid", g.workload_uid, MAX_UID)
     total = 0
     for j, spec in enumerate(g.pods):
         _range(f".pods[{j}].count", spec.count, 0, MAX_PODS_PER_GROUP)
@@ -189,13 +231,26 @@ def _pod_group_walk(g: ev.PodGroupCreated) -> None:
         _range(f".subgroups[{k}].min_available", sub.min_available, 0, MAX_PODS_PER_GROUP)
 
 
+def _node_spec(path: str, node: ev.NodeSpec) -> None:
+    _name(f"{path}.name", NODE, node.name)
+    _name(f"{path}.pool", POOL, node.pool)
+    _resources(f"{path}.resources", node.resources, pod=False)
+
+
 def _node(e: ev.NodeRegistered | ev.NodeUpdated) -> None:
-    _resources(".node.resources", e.node.resources, pod=False)
+    _node_spec(".node", e.node)
+
+
+def _queue_spec(path: str, queue: ev.QueueSpec) -> None:
+    _name(f"{path}.name", QUEUE, queue.name)
+    if queue.parent:
+        _name(f"{path}.parent", QUEUE, queue.parent)
+    _int32(f"{path}.priority", queue.priority)
+    _int32(f"{path}.order", queue.order)
 
 
 def _queue(e: ev.UpsertQueue | ev.QueueUpserted) -> None:
-    _int32(".queue.priority", e.queue.priority)
-    _int32(".queue.order", e.queue.order)
+    _queue_spec(".queue", e.queue)
 
 
 def _devices(path: str, pod: int, gpus: list[int]) -> None:
@@ -219,6 +274,8 @@ def _placement_fits(e: ev.BindRequested | ev.PodBound) -> bool:
         0 <= e.pod < MAX_PODS_PER_GROUP
         and 0 <= e.gpu_share <= 1
         and (not gpus or (len(gpus) <= MAX_NODE_GPUS and min(gpus) >= 0 and max(gpus) < MAX_NODE_GPUS))
+        and len(e.job) <= MAX_NAME
+        and len(e.node) <= MAX_NAME
     )
 
 
@@ -228,11 +285,23 @@ def _placement(e: ev.BindRequested | ev.PodBound) -> None:
     _devices("", e.pod, e.gpus)
     if not 0 <= e.gpu_share <= 1:
         _range(".gpu_share", e.gpu_share, 0, 1)
+    _job_and_node("", e)
 
 
 def _adopt(e: ev.AdoptPods) -> None:
+    _refers(".workload_uid", e.workload_uid, MAX_UID)
     for k, pod in enumerate(e.pods):
         _devices(f".pods[{k}]", pod.pod, pod.gpus)
+        _job_and_node(f".pods[{k}]", pod)
+
+
+def _job_and_node(path: str, e: Any) -> None:
+    """The job and node a pod event refers to."""
+    # Every pod event of every reader passes here: two comparisons when nothing is wrong.
+    if len(e.job) <= MAX_NAME and len(e.node) <= MAX_NAME:
+        return
+    _refers(f"{path}.job", e.job)
+    _refers(f"{path}.node", e.node)
 
 
 def _cycle_and_epoch(
@@ -252,12 +321,23 @@ def _bind(e: ev.BindRequested) -> None:
 
 
 def _evict(e: ev.EvictionRequested) -> None:
-    _range(".pod", e.pod, 0, MAX_PODS_PER_GROUP - 1)
+    _pod(e)
     _cycle_and_epoch(e)
+    if e.for_job is not None:
+        _refers(".for_job", e.for_job)
 
 
-def _pod(e: ev.BindFailed | ev.PodEvicted | ev.PodCompleted | ev.PodFailed) -> None:
+def _pod(e: ev.EvictionRequested | ev.BindFailed | ev.PodEvicted | ev.PodCompleted | ev.PodFailed) -> None:
+    if 0 <= e.pod < MAX_PODS_PER_GROUP and len(e.job) <= MAX_NAME and len(e.node) <= MAX_NAME:
+        return
     _range(".pod", e.pod, 0, MAX_PODS_PER_GROUP - 1)
+    _job_and_node("", e)
+
+
+def _failed(e: ev.PodFailed) -> None:
+    _pod(e)
+    if e.exit_code is not None:
+        _int32(".exit_code", e.exit_code)  # the projection keeps it in an ``integer``
 
 
 def _rejected(e: ev.BindRejected) -> None:
@@ -283,7 +363,21 @@ def _configured(e: ev.AllocatorConfigured) -> None:
 
 
 def _workload(e: ev.WorkloadSubmitted) -> None:
+    _refers(".uid", e.uid, MAX_UID)
+    if e.queue:  # '' names no queue, as None does
+        _name(".queue", QUEUE, e.queue)
     _nesting(".manifests", e.manifests)
+
+
+def _answer(e: ev.WorkloadRejected | ev.CancelRequested | ev.CancelRefused) -> None:
+    _refers(".uid", e.uid, MAX_UID)
+    if not isinstance(e, ev.WorkloadRejected):
+        _refers(".job", e.job)
+
+
+def _named(e: Any) -> None:
+    """An event about one job, queue or node, which it names (deleted, rejected, lost...)."""
+    _refers(".name", e.name)
 
 
 def _letter(e: ev.DeadLettered) -> None:
@@ -292,11 +386,21 @@ def _letter(e: ev.DeadLettered) -> None:
 
 _CHECKS: dict[type, Callable[[Any], None]] = {
     ev.WorkloadSubmitted: _workload,
+    ev.WorkloadRejected: _answer,
+    ev.CancelRequested: _answer,
+    ev.CancelRefused: _answer,
     ev.PodGroupCreated: _pod_group,
+    ev.PodGroupDeleted: _named,
     ev.UpsertQueue: _queue,
     ev.QueueUpserted: _queue,
+    ev.DeleteQueue: _named,
+    ev.QueueDeleted: _named,
+    ev.QueueRejected: _named,
+    ev.QueueStatus: _named,
     ev.NodeRegistered: _node,
     ev.NodeUpdated: _node,
+    ev.NodeRemoved: _named,
+    ev.NodeLost: _named,
     ev.AdoptPods: _adopt,
     ev.BindRequested: _bind,
     ev.EvictionRequested: _evict,
@@ -309,6 +413,6 @@ _CHECKS: dict[type, Callable[[Any], None]] = {
     ev.BindRejected: _rejected,
     ev.PodEvicted: _pod,
     ev.PodCompleted: _pod,
-    ev.PodFailed: _pod,
+    ev.PodFailed: _failed,
     ev.DeadLettered: _letter,
 }

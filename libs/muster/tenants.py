@@ -11,19 +11,18 @@ its owner only, which is the file a tenant's client reads.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from muster.names import QUEUE, TENANT, quoted
 from muster.runtime.security import generate_password, inbox_prefix, secrets_dir, write_private
 
 TENANTS_FILE = "tenants.json"
 TENANTS_DIR = "tenants"
 
-# One NATS subject token, readable in a user name: no `.`, `*`, `>` or spaces can reach a subject.
-_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
-_QUEUE = re.compile(r"[A-Za-z0-9_-]{1,253}")
+# A tenant's name and each of its queues is one NATS subject token: `muster.names`' rules keep
+# `*`, `>` and spaces out; a tenant's name holds no `.` by its rule, its queues' names are refused one.
 
 
 class TenantError(ValueError):
@@ -36,11 +35,8 @@ def nats_user(name: str) -> str:
 
 
 def check_name(name: str) -> str:
-    if not _NAME.fullmatch(name):
-        raise TenantError(
-            f"name: {name!r} is not a tenant name (lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit, at most 63)"
-        )
+    if (why := TENANT.refusal(name)) is not None:
+        raise TenantError(f"name: {why}")
     return name
 
 
@@ -48,9 +44,11 @@ def check_queues(queues: Sequence[str]) -> tuple[str, ...]:
     if not queues:
         raise TenantError("queue: a tenant needs at least one queue")
     for queue in queues:
-        if not _QUEUE.fullmatch(queue):
+        if (why := QUEUE.refusal(queue)) is not None:
+            raise TenantError(f"queue: {why}")
+        if "." in queue:
             raise TenantError(
-                f"queue: {queue!r} cannot be part of a subject (letters, digits, '-' and '_' only)"
+                f"queue: {quoted(queue)} cannot be part of a subject: a tenant's queue holds no '.'"
             )
     return tuple(dict.fromkeys(queues))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from muster import events as ev
+from muster.agent.files import pod_stem
 from muster.runtime.security import SECRETS_DIR, SECRETS_FILE, SystemSecrets
 
 from tests.agent.conftest import POD_PYTHON, events, muster, queues
@@ -59,7 +60,7 @@ def test_a_pod_sees_only_its_spec_muster_variables_and_the_basics_never_its_agen
     assert set(seen) == BASICS | MUSTER_VARIABLES | {"FROM_SPEC"}
     assert seen["FROM_SPEC"] == "yes"
     home = Path(seen["HOME"])
-    assert home.name == f"{job}-0" and system.settings.home not in home.parents
+    assert home.name == pod_stem("", job, 0) and system.settings.home not in home.parents
 
 
 def test_a_pod_without_a_workdir_starts_in_its_own_folder(system, agents, pod_out, tmp_path):
@@ -75,7 +76,7 @@ def test_a_pod_without_a_workdir_starts_in_its_own_folder(system, agents, pod_ou
     assert isinstance(ended(system, "no-workdir"), ev.PodCompleted)
     log = muster(system, "logs", "no-workdir").stdout
     cwd = re.search(r"^cwd=(.*)$", log, re.M).group(1)
-    assert f"home={cwd}" in log and Path(cwd).name == "no-workdir-0"
+    assert f"home={cwd}" in log and Path(cwd).name == pod_stem("", "no-workdir", 0)
 
 
 @pytest.mark.skipif(

@@ -92,7 +92,7 @@ async def test_a_started_pod_gets_none_of_the_agents_environment(tmp_path, monke
     printed = procs.log_path(("j", 0)).read_text().splitlines()[1:]
     seen = dict(line.split("=", 1) for line in printed)
     assert set(seen) == {"PATH", "HOME", "USER", "LOGNAME", "FROM_SPEC", "RANK"}
-    assert seen["HOME"] == str(tmp_path / "pods" / "j-0")
+    assert seen["HOME"] == str(tmp_path / "pods" / procs.stem(("j", 0)))
 
 
 def run_shim(tmp_path: Path, *options: str, command: list[str]) -> tuple[int, str]:

@@ -16,6 +16,8 @@ MAX_CHUNK = 256 * 1024
 class LogRequest(msgspec.Struct, frozen=True, kw_only=True):
     job: str
     pod: int
+    owner: str = ""
+    """The tenant whose job it is ('' for the system's own): the one the log of that name is asked of."""
     offset: int = 0
     limit: int = MAX_CHUNK
 

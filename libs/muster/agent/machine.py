@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from muster import events as ev
 from muster.agent.plan import AGENT_LABEL, AGENT_RUNTIMES, AGENT_VALUE
+from muster.names import LABEL_VALUE, NODE, POOL, label_key_refusal
 
 ADDRESS_LABEL = "muster.dev/address"
 """Where other machines reach this node's agent: MASTER_ADDR for gangs whose rank 0 runs here."""
@@ -64,7 +65,15 @@ def node_spec(
     address: str | None = None,
 ) -> ev.NodeSpec:
     """The node an agent registers: its resources, its labels, the label that marks it an agent's, and
-    what it runs."""
+    what it runs.
+
+    Raises ``ValueError`` naming ``--node``, ``--pool`` or ``--label`` for a name Kubernetes would refuse."""
+    refusals = [("--node", NODE.refusal(name)), ("--pool", POOL.refusal(pool))]
+    for key, value in labels.items():
+        refusals += [("--label", label_key_refusal(key)), ("--label", LABEL_VALUE.refusal(value))]
+    for flag, why in refusals:
+        if why is not None:
+            raise ValueError(f"{flag}: {why}")
     return ev.NodeSpec(
         name=name,
         pool=pool,

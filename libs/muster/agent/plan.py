@@ -48,6 +48,8 @@ class PodRun:
     world_size: int
     queue: str
     pool: str
+    owner: str = ""
+    """The tenant whose job it is ('' for the system's own)."""
 
 
 @dataclass
@@ -148,8 +150,9 @@ class NodeLog:
         if not 0 <= key[1] < len(specs):
             return None
         return PodRun(
-            job=key[0], pod=key[1], spec=specs[key[1]], world_size=len(specs), queue=job.queue, pool=job.pool
-        )
+            job=key[0], pod=key[1], spec=specs[key[1]], world_size=len(specs), queue=job.queue, pool=job.pool,
+            owner=job.owner,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The agent's processes: start a pod under its shim, signal it, learn how it ended.
 
 Every pod runs as ``shim → command`` in a process group of its own, with
-stdout and stderr appended to ``<dir>/logs/<job>-<pod>.log``, in the
+stdout and stderr appended to ``<dir>/logs/<stem>.log`` (``files.pod_stem``:
+one per owner, job and pod), in the
 environment, as the user and with the folder ``muster.agent.sandbox``
 gives it. What was started is written to ``<dir>/pods.json`` so an agent
 that restarts can adopt the pods that still run and learn how the others
@@ -21,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from muster.agent import shim
+from muster.agent.files import pod_stem
 from muster.agent.plan import PodKey, PodRun
 from muster.agent.sandbox import PodFolders, RunAs, pod_environment, user_name
 
@@ -64,10 +66,6 @@ def start_banner(key: PodKey, node: str, at: float) -> str:
     return f"--- muster agent: starting {key[0]} pod {key[1]} on {node} at {when}\n"
 
 
-def file_name(key: PodKey) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{key[0]}-{key[1]}")
-
-
 @dataclass
 class Record:
     """What the agent remembers of a started pod across its own restarts."""
@@ -80,6 +78,8 @@ class Record:
     """Process start time as the kernel knows it (guards against a recycled pid)."""
     gpus: list[int]
     share: float
+    owner: str = ""
+    """The tenant whose job it is ('' for the system's own); with job and pod, it names the pod's files."""
 
 
 def _start_ticks(pid: int) -> float:
@@ -128,9 +128,15 @@ class Processes:
         self.state_path = directory / "pods.json"
         self.records: dict[PodKey, Record] = {}
         self.children: dict[PodKey, asyncio.subprocess.Process] = {}
+        self.owners: dict[PodKey, str] = {}
+        """Whose each pod this agent holds is: from its start, or its record, until it is forgotten."""
 
-    def log_path(self, key: PodKey) -> Path:
-        return self.logs / f"{file_name(key)}.log"
+    def stem(self, key: PodKey, owner: str | None = None) -> str:
+        """What the pod's folder, log and exit file are named; ``owner`` by default the one it was started for."""
+        return pod_stem(self.owners.get(key, "") if owner is None else owner, *key)
+
+    def log_path(self, key: PodKey, owner: str | None = None) -> Path:
+        return self.logs / f"{self.stem(key, owner)}.log"
 
     def last_line(self, key: PodKey) -> str:
         """The last non-empty line of the pod's log, cut to ``LAST_LINE_CHARS`` ('' if none)."""
@@ -148,7 +154,7 @@ class Processes:
         return line if len(line) <= LAST_LINE_CHARS else line[: LAST_LINE_CHARS - 1] + "…"
 
     def exit_path(self, key: PodKey) -> Path:
-        return self.exits / f"{file_name(key)}.exit"
+        return self.exits / f"{self.stem(key)}.exit"
 
     # -- records ------------------------------------------------------------------------------
 
@@ -160,6 +166,7 @@ class Processes:
             return []
         out = [Record(**item) for item in data.get("pods", [])]
         self.records = {(r.job, r.pod): r for r in out}
+        self.owners = {(r.job, r.pod): r.owner for r in out}
         return out
 
     def save(self) -> None:
@@ -172,7 +179,8 @@ class Processes:
         self.records.pop(key, None)
         self.children.pop(key, None)
         self.exit_path(key).unlink(missing_ok=True)
-        self.folders.remove(file_name(key))
+        self.folders.remove(self.stem(key))
+        self.owners.pop(key, None)
         self.save()
 
     def recorded_exit(self, key: PodKey) -> int | None:
@@ -186,12 +194,13 @@ class Processes:
 
     async def start(self, key: PodKey, seq: int, command: list[str], spec_env: dict[str, str],
                     variables: dict[str, str], workdir: str | None, gpus: list[int],
-                    share: float) -> asyncio.subprocess.Process:  # fmt: skip
+                    share: float, *, owner: str = "") -> asyncio.subprocess.Process:  # fmt: skip
         """Start the pod's command under its shim, in a fresh folder of its own, with the spec's
         environment and muster's ``variables`` and nothing of the agent's; raises OSError when it
-        cannot start."""
+        cannot start. ``owner``: whose job it is (the pod's files are its own)."""
+        self.owners[key] = owner
         self.exit_path(key).unlink(missing_ok=True)
-        folder = self.folders.make(file_name(key))
+        folder = self.folders.make(self.stem(key))
         run_as = self.folders.run_as
         env = pod_environment(spec_env, variables, folder, user_name(run_as))
         log = self.log_path(key)
@@ -217,6 +226,7 @@ class Processes:
             started=_start_ticks(proc.pid),
             gpus=gpus,
             share=share,
+            owner=owner,
         )
         self.save()
         return proc

@@ -160,16 +160,25 @@ class Agent:
                 run.spec.workdir,
                 list(bind.gpus),
                 bind.gpu_share,
+                owner=run.owner,
             )
         except OSError as exc:
             log.warning("cannot start %s pod %d: %s", key[0], key[1], exc)
-            with open(self.procs.log_path(key), "ab") as out:
-                out.write(f"muster agent: cannot start: {exc}\n".encode())
+            self._note_in_log(key, f"muster agent: cannot start: {exc}\n")
             self.local[key] = dataclasses.replace(local, exit_code=127, last_words=self._last_words(key, 127))
             return
         log.info("started %s pod %d on devices %s", key[0], key[1], list(bind.gpus))
         self.local[key] = local
         self._watch(key)
+
+    def _note_in_log(self, key: PodKey, line: str) -> None:
+        """Add ``line`` to the pod's log, for its owner to read; a log that cannot be written (a full
+        disk) loses the line, never the report of the failure that the line explains."""
+        try:
+            with open(self.procs.log_path(key), "ab") as out:
+                out.write(line.encode())
+        except OSError as exc:
+            log.warning("cannot write the log of %s pod %d: %s", key[0], key[1], exc)
 
     def _watch(self, key: PodKey) -> None:
         pid = self.procs.pid(key)
@@ -244,8 +253,11 @@ class Agent:
                 await msg.respond(logs.encode({"error": str(exc)}))
                 return
             key = (request.job, request.pod)
-            running = key in self.local and self.local[key].running
-            await msg.respond(logs.encode(logs.read_chunk(self.procs.log_path(key), request, running)))
+            # The pod asked for is the owner's: a job of that name another team ran here before is not it.
+            ours = self.procs.owners.get(key) == request.owner
+            running = ours and key in self.local and self.local[key].running
+            path = self.procs.log_path(key, request.owner)
+            await msg.respond(logs.encode(logs.read_chunk(path, request, running)))
 
         await self.bus.nc.subscribe(self.subjects.agent_logs(self.node), cb=answer)
 

@@ -27,7 +27,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from muster.agent.files import file_stem
+from muster.names import NODE
+
 DEFAULT_USER = "nobody"
+PLAIN_NODE = 128
+"""Characters of a node name a folder name holds as it is (a file name has 255 bytes)."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -76,9 +81,12 @@ def pod_environment(spec: dict[str, str], muster: dict[str, str], home: Path, us
 
 
 def default_pods_dir(node: str) -> Path:
-    """Where an agent keeps its pods' folders unless told (``--pods-dir``)."""
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in node)
-    return Path(tempfile.gettempdir()) / f"muster-pods-{os.geteuid()}-{safe}"
+    """Where an agent keeps its pods' folders unless told (``--pods-dir``): named for the node, or,
+    for a node whose name is long (or predates the rule for names), for a digest of it."""
+    plain = len(node) <= PLAIN_NODE and NODE.fits(node)
+    return (
+        Path(tempfile.gettempdir()) / f"muster-pods-{os.geteuid()}-{node if plain else file_stem(node, node)}"
+    )
 
 
 class PodFolders:

@@ -29,7 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Ctrl-C stops its pods (SIGTERM, then SIGKILL after their grace period) and leaves the pool. "
         "Pods never see the agent's environment; an agent running as root runs them as --run-as.",
     )
-    p.add_argument("--node", default=socket.gethostname(), help="node name (default: the host name)")
+    # As the kubelet does, the host name in lower case: a node name is (muster.names).
+    p.add_argument(
+        "--node",
+        default=socket.gethostname().lower(),
+        help="node name (default: the host name, in lower case)",
+    )
     p.add_argument("--pool", default="default", help="node pool (default: default)")
     p.add_argument(
         "--label", action="append", default=[], metavar="KEY=VALUE", help="node label (repeatable)"
@@ -116,9 +121,12 @@ def _run(args: argparse.Namespace) -> int:
         run_as = resolve_run_as(args.run_as, os.geteuid())
     except ValueError as exc:
         fail(str(exc))
-    spec = node_spec(
-        args.node, pool=args.pool, labels=labels, gpus=gpus, cpu=cpu, memory=memory, address=args.address
-    )
+    try:
+        spec = node_spec(
+            args.node, pool=args.pool, labels=labels, gpus=gpus, cpu=cpu, memory=memory, address=args.address
+        )
+    except ValueError as exc:
+        fail(str(exc))
     endpoints = nats_endpoints(args.nats)
     home = Settings.from_env().home
     config = AgentConfig(

@@ -14,7 +14,7 @@ from muster.bus import NatsBus
 from muster.cli.common import CHECK_FAILED, fail, running_endpoints
 from muster.cli.live import job_names
 from muster.cli.suggest import did_you_mean
-from muster.events import PodBound, PodGroupCreated
+from muster.events import PodBound, PodGroupCreated, PodGroupDeleted
 from muster.subjects import Subjects
 
 
@@ -26,24 +26,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run)
 
 
-async def where(bus: NatsBus, subjects: Subjects, job: str, pod: int) -> tuple[bool, str | None]:
-    """Whether the job exists, and the node the pod was last bound to."""
-    exists, node = False, None
+async def where(bus: NatsBus, subjects: Subjects, job: str, pod: int) -> tuple[str | None, str | None]:
+    """Whose the job is ('' for the system's own; None: there is no such job), and the node the pod
+    was last bound to. A name used again after its job was deleted is the newest job's."""
+    owner, node, deleted = None, None, False
     async for delivery in bus.read([subjects.podgroups, subjects.pods("*")]):
         for event in delivery.events:
             if isinstance(event, PodGroupCreated) and event.name == job:
-                exists = True
+                if owner is None or deleted:
+                    owner, node, deleted = event.owner, None, False
+            elif isinstance(event, PodGroupDeleted) and event.name == job:
+                deleted = True
             elif isinstance(event, PodBound) and event.job == job and event.pod == pod:
                 node = event.node
-    return exists, node
+    return owner, node
 
 
 async def stream_log(
-    bus: NatsBus, subjects: Subjects, node: str, job: str, pod: int, follow: bool, out
+    bus: NatsBus, subjects: Subjects, node: str, job: str, pod: int, follow: bool, out, owner: str = ""
 ) -> None:
     offset = 0
     while True:
-        request = logs.LogRequest(job=job, pod=pod, offset=offset)
+        request = logs.LogRequest(job=job, pod=pod, owner=owner, offset=offset)
         try:
             reply = await bus.nc.request(subjects.agent_logs(node), logs.encode(request), timeout=5)
         except (NoRespondersError, NatsTimeoutError, TimeoutError):
@@ -72,8 +76,8 @@ def _run(args: argparse.Namespace) -> int:
         bus = await NatsBus.connect(endpoints.nats_url, subjects, service="muster-logs")
         try:
             while True:
-                exists, node = await where(bus, subjects, args.job, args.pod)
-                if not exists:
+                owner, node = await where(bus, subjects, args.job, args.pod)
+                if owner is None:
                     hint = did_you_mean(args.job, await job_names(bus))
                     fail(f"no job {args.job}{hint}", CHECK_FAILED)
                 if node is not None:
@@ -81,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
                 if not args.follow:
                     fail(f"pod {args.pod} of {args.job} has not started yet", CHECK_FAILED)
                 await asyncio.sleep(1.0)
-            await stream_log(bus, subjects, node, args.job, args.pod, args.follow, sys.stdout.buffer)
+            await stream_log(bus, subjects, node, args.job, args.pod, args.follow, sys.stdout.buffer, owner)
         finally:
             await bus.close()
 

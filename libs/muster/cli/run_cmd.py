@@ -52,7 +52,9 @@ def job_name(command: list[str], given: str | None) -> str:
     """The given name, or the program's name plus a token unique to this submission."""
     if given:
         return given
-    stem = "".join(c if c.isalnum() else "-" for c in Path(command[0]).name.lower()).strip("-") or "run"
+    # A job name is lowercase ASCII letters, digits and '-' (muster.names): anything else becomes '-'.
+    stem = "".join(c if c.isascii() and c.isalnum() else "-" for c in Path(command[0]).name.lower())
+    stem = stem.strip("-") or "run"
     token = hashlib.sha256(f"{command}:{time.time_ns()}:{os.getpid()}".encode()).hexdigest()[:6]
     return f"{stem[:40]}-{token}"
 
@@ -100,11 +102,10 @@ def _run(args: argparse.Namespace) -> int:
         (group,) = group_manifests([doc])
     except ManifestError as exc:
         # Name the flag, not the manifest field the flag becomes.
-        flag = (
-            "--" + exc.path.removeprefix("spec.").replace("_", "-")
-            if exc.path.startswith("spec.")
-            else exc.path
-        )
+        if exc.path.startswith("spec."):
+            flag = "--" + exc.path.removeprefix("spec.").replace("_", "-")
+        else:
+            flag = "--name" if exc.path == "metadata.name" else exc.path
         fail(f"{flag}: {exc.message}")
     endpoints = running_endpoints()
 

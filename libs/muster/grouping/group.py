@@ -25,6 +25,7 @@ from muster.grouping.metadata import finish
 from muster.grouping.model import Batch, Context, Draft, Meta, object_meta
 from muster.grouping.nesting import check_depth
 from muster.grouping.registry import REGISTRY, Registry
+from muster.names import JOB, QUEUE, quoted
 
 # Kinds that never run pods themselves; skipped unless a workload refers to them.
 CONTEXT_KINDS = {
@@ -130,11 +131,30 @@ class _Grouping:
         return results
 
 
+def _check_own_name(doc: dict[str, Any], meta: Meta) -> None:
+    """A workload's own name follows Kubernetes' rule for it (the field that gave it is named)."""
+    why = JOB.refusal(meta.name)
+    if why is None:
+        return
+    given = isinstance(doc.get("metadata"), dict) and doc["metadata"].get("name")
+    raise ManifestError("metadata.name" if given else "metadata.generateName", why)
+
+
+def _check_job_name(event: PodGroupCreated, meta: Meta) -> None:
+    """A job name made from the workload's (a suffix per pod, a step's name) follows the rule too."""
+    why = JOB.problem(event.name)
+    if why is not None:
+        raise ManifestError(
+            "metadata.name", f"{quoted(meta.name)} makes the job name {quoted(event.name)}, which {why}"
+        )
+
+
 def _check_bounds(event: PodGroupCreated) -> None:
     """Refuse a group the bus would refuse, so the submission is rejected instead of lost.
 
-    Plugins name the manifest field for the bounds they can see (counts, minimums);
-    this catches the rest (a PriorityClass value past int32, a pod asking 10**12 GPUs)."""
+    Plugins name the manifest field for the bounds they can see (counts, minimums), and grouping
+    the names it reads; this catches the rest (a PriorityClass value past int32, a pod asking
+    10**12 GPUs, a name a plugin registered from outside made)."""
     try:
         bounds.check_pod_group(event)
     except bounds.OutOfBounds as exc:
@@ -177,6 +197,8 @@ def group_manifests(
     if not isinstance(docs, list) or not docs:
         raise ManifestError("", "expected at least one manifest")
     many = len(docs) > 1
+    if queue_override and (why := QUEUE.refusal(queue_override)) is not None:
+        raise ManifestError("queue", why)
     if not nesting_bounded:
         # Every document first: a plugin may read any of them (a runtime, a template) recursively.
         for i, doc in enumerate(docs):
@@ -197,6 +219,7 @@ def group_manifests(
             meta = object_meta(doc, "", uid=uid)
             if _is_context(meta):
                 continue
+            _check_own_name(doc, meta)
             top = tops[i]
             if top != i and (docs[top].get("kind") != "Pod" or meta.kind != "Pod"):
                 continue  # described by its top owner's templates
@@ -219,9 +242,10 @@ def group_manifests(
                         uid=uid,
                         queue_override=queue_override,
                     )
-                    _check_bounds(event)
                 if top != i and top in pod_group_of:
                     event = msgspec.structs.replace(event, name=pod_group_of[top])
+                _check_job_name(event, meta)
+                _check_bounds(event)
                 pod_group_of.setdefault(i, event.name)
                 events.append(event)
                 pods += sum(p.count for p in event.pods)

@@ -26,6 +26,7 @@ from muster.events import PodGroupCreated, Topology
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import join
 from muster.grouping.model import Draft, Meta
+from muster.names import POOL, QUEUE, Rule
 from muster.queues.default import DEFAULT_QUEUE
 
 QUEUE_LABEL = "kai.scheduler/queue"
@@ -43,15 +44,23 @@ UNKNOWN_CLASS_PRIORITY = 50
 PRIORITY_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
 
 
+def _named_by_label(rule: Rule, value: str, label: str) -> str:
+    """``value``, read from ``label``, if it is a valid name of ``rule``'s kind; else refused naming the label."""
+    why = rule.refusal(value)
+    if why is not None:
+        raise ManifestError(join(join("metadata", "labels"), label), why)
+    return value
+
+
 def _queue(draft: Draft, pod_labels: dict[str, str]) -> str:
     for key in (QUEUE_LABEL, LEGACY_QUEUE_LABEL):
         for labels in (draft.top.labels, pod_labels):
             if labels.get(key):
-                return labels[key]
+                return _named_by_label(QUEUE, labels[key], key)
     project = draft.top.labels.get(PROJECT_LABEL) or pod_labels.get(PROJECT_LABEL)
     if project:
         pool = pod_labels.get(NODE_POOL_LABEL)
-        return f"{project}-{pool}" if pool else project
+        return _named_by_label(QUEUE, f"{project}-{pool}" if pool else project, PROJECT_LABEL)
     return DEFAULT_QUEUE
 
 
@@ -115,7 +124,8 @@ def finish(
     priority = priority_values.get(
         priority_class, PRIORITY_CLASSES.get(priority_class, UNKNOWN_CLASS_PRIORITY)
     )
-    pool = draft.top.labels.get(NODE_POOL_LABEL) or pod_labels.get(NODE_POOL_LABEL) or DEFAULT_POOL
+    pool = draft.top.labels.get(NODE_POOL_LABEL) or pod_labels.get(NODE_POOL_LABEL)
+    pool = _named_by_label(POOL, pool, NODE_POOL_LABEL) if pool else DEFAULT_POOL
     return PodGroupCreated(
         name=draft.name,
         queue=queue_override or _queue(draft, pod_labels),

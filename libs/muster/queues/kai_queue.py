@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from muster.events import MinRuntime, QueueResource, QueueSpec
+from muster.names import QUEUE
 
 API_GROUP = "scheduling.run.ai"
 KIND = "Queue"
@@ -97,10 +98,14 @@ def parse_kai_queue(doc: dict[str, Any], *, order: int = 0) -> QueueSpec:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise QueueManifestError("metadata.name", "required field is missing")
+    if (why := QUEUE.refusal(name)) is not None:
+        raise QueueManifestError("metadata.name", why)
     spec = _map(doc.get("spec"), "spec")
     parent = spec.get("parentQueue")
     if parent is not None and not isinstance(parent, str):
         raise QueueManifestError("spec.parentQueue", f"expected a queue name, got {parent!r}")
+    if parent and (why := QUEUE.refusal(parent)) is not None:
+        raise QueueManifestError("spec.parentQueue", why)
     priority = spec.get("priority", 100)
     if isinstance(priority, bool) or not isinstance(priority, int):
         raise QueueManifestError("spec.priority", f"expected an integer, got {priority!r}")

@@ -136,7 +136,7 @@ def queue_spec(queue: m.Queue, order: int, path: str = "queue") -> ev.QueueSpec:
         raise ScenarioError(join(path, "name"), "must not be empty")
     if queue.parent == queue.name:
         raise ScenarioError(join(path, "parent"), f"queue {queue.name!r} cannot be its own parent")
-    return ev.QueueSpec(
+    spec = ev.QueueSpec(
         name=queue.name,
         parent=queue.parent,
         priority=queue.priority,
@@ -144,6 +144,8 @@ def queue_spec(queue: m.Queue, order: int, path: str = "queue") -> ev.QueueSpec:
         min_runtime=min_runtime,
         order=order,
     )
+    _within_bounds(bounds.check_queue, spec, path)
+    return spec
 
 
 def expected_amount(resource: str, value: m.Quantity, path: str) -> float:

@@ -16,7 +16,7 @@ TAGS = {t.__struct_config__.tag for t in ev.EVENT_TYPES}
 
 
 def group(**fields) -> dict:
-    return {"type": "PodGroupCreated", "name": "team-a/j", "queue": "team-a", **fields}
+    return {"type": "PodGroupCreated", "name": "j", "queue": "team-a", **fields}
 
 
 def node(**resources) -> dict:
@@ -57,8 +57,8 @@ def test_an_event_on_a_subject_of_its_flow_is_admitted(subject, event):
 
 
 FORGED_SUBMISSIONS = [
-    ev.BindRequested(job="team-a/j", pod=0, node="n1", gpus=[0], epoch=1),
-    ev.PodBound(job="team-a/j", pod=0, node="n1"),
+    ev.BindRequested(job="j", pod=0, node="n1", gpus=[0], epoch=1),
+    ev.PodBound(job="j", pod=0, node="n1"),
     ev.QueueUpserted(queue=ev.QueueSpec(name="forged")),
     ev.NodeRegistered(node=ev.NodeSpec(name="forged", resources=ev.Resources(gpu=1000))),
 ]
@@ -75,7 +75,7 @@ def test_a_submission_carrying_any_other_type_is_refused_naming_the_type_and_the
     "forged",
     [
         ev.LeaderElected(pool="default", epoch=2**62, holder="agent"),
-        ev.BindRequested(job="team-a/j", pod=0, node="n1", epoch=1),
+        ev.BindRequested(job="j", pod=0, node="n1", epoch=1),
     ],
     ids=ev.event_type,
 )
@@ -167,8 +167,8 @@ def test_a_string_holding_a_nul_character_is_refused():
 
 
 def test_a_backslash_before_u0000_is_text_not_a_nul_character():
-    (admitted,) = admit(S, S.podgroups, raw_envelope(group(name="a\\u0000b")))
-    assert admitted.name == "a\\u0000b"
+    (admitted,) = admit(S, S.podgroups, raw_envelope(group(kind="a\\u0000b")))
+    assert admitted.kind == "a\\u0000b"
 
 
 def test_the_good_events_of_a_refused_envelope_are_refused_with_it():

@@ -13,7 +13,7 @@ from muster.grouping.registry import REGISTRY, Registry, default_registry
 
 def _named(label: str):
     def grouper(obj, path, meta, ctx):
-        return [PodGroupCreated(name=f"{label}:{meta.name}", queue="q")]
+        return [PodGroupCreated(name=f"{label}.{meta.name}", queue="q")]
 
     return grouper
 
@@ -67,7 +67,7 @@ def test_a_plugin_registered_from_outside_groups_its_kind_and_may_return_finishe
     registry.register("muster.dev", "Job", _named("muster"))
     doc = {"apiVersion": "muster.dev/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": {}}
     [event] = group_manifests([doc], registry=registry, uid="u", submitted_at=3.0)
-    assert (event.name, event.workload_uid, event.submitted_at) == ("muster:j", "u", 3.0)
+    assert (event.name, event.workload_uid, event.submitted_at) == ("muster.j", "u", 3.0)
 
 
 def test_muster_job_kinds_are_known_whatever_was_imported_first():

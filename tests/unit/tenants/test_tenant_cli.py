@@ -34,7 +34,7 @@ def test_adding_prints_where_the_login_is_but_never_the_password(home, capsys):
 
 def test_a_bad_name_exits_2_naming_the_field(home, capsys):
     assert main(["tenant", "add", "Team_A", "--queue", "qa"]) == 2
-    assert "muster tenant: name: 'Team_A'" in capsys.readouterr().err
+    assert 'muster tenant: name: "Team_A" is not a valid tenant name' in capsys.readouterr().err
 
 
 def test_removing_an_unknown_tenant_exits_2(home, capsys):

@@ -30,8 +30,10 @@ from muster.grouping.limits import MAX_DEPTH, MAX_PODS
 from muster.grouping.model import Context, Draft, Meta, PodTemplate
 from muster.grouping.nesting import load_yaml_documents
 from muster.grouping.podspec import combine_requests, pod_spec_from_totals
+from muster.names import subdomain
 
 TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
+STEP = subdomain("step")
 
 
 @dataclass
@@ -129,7 +131,11 @@ def _expand(walk: _Walk, template: dict[str, Any], tpath: str, prefix: str, stac
         resolved = _resolve(walk, step, path)
         if resolved is None:
             continue
-        name = get_str(step, "name", path) or "step"
+        # Argo names a step's pod from hashes; here the step's name is part of its group's, so it
+        # must fit a job name: Argo's step names are letters, digits and '-', read in lower case.
+        name = (get_str(step, "name", path) or "step").lower()
+        if (why := STEP.refusal(name)) is not None:
+            raise ManifestError(join(path, "name"), why)
         count = _loop_count(step, path)
         for k in range(count):
             walk.steps += 1

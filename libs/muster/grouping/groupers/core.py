@@ -13,6 +13,7 @@ from muster.grouping.errors import ManifestError
 from muster.grouping.fields import get_count, join, require_map
 from muster.grouping.groupers.default import shared_group
 from muster.grouping.model import IMPLICIT, Context, Draft, Meta, nested_meta, per_pod_names, pod_template
+from muster.names import JOB
 
 SPARK_APP_NAME = "spark-app-name"
 SPARK_APP_SELECTOR = "spark-app-selector"
@@ -26,10 +27,18 @@ def _template(spec: dict[str, Any], spath: str, *, role: str, count: int = 1):
 def pod_group_name(meta: Meta) -> str:
     """A bare pod's group: its own, a native Spark application's, or one the user named."""
     if meta.annotations.get(POD_GROUP_ANNOTATION):
-        return meta.annotations[POD_GROUP_ANNOTATION]
+        return _job_name(meta.annotations[POD_GROUP_ANNOTATION], "metadata.annotations", POD_GROUP_ANNOTATION)
     if meta.labels.get(SPARK_APP_NAME) and meta.labels.get(SPARK_APP_SELECTOR):
-        return meta.labels[SPARK_APP_SELECTOR]
+        return _job_name(meta.labels[SPARK_APP_SELECTOR], "metadata.labels", SPARK_APP_SELECTOR)
     return meta.name
+
+
+def _job_name(value: str, where: str, key: str) -> str:
+    """A group name a pod's annotation or label gives, refused naming it when it is not a valid job name."""
+    why = JOB.refusal(value)
+    if why is not None:
+        raise ManifestError(join(where, key), why)
+    return value
 
 
 def group_pod(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
