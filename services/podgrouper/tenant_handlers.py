@@ -42,7 +42,10 @@ class TenantHandlers:
                 events: list[Event]
                 match request:
                     case WorkloadSubmitted():
-                        events, key = decide_submission(self.owners, tenant, queue, request, admitted=True), request.uid
+                        events, key = (
+                            decide_submission(self.owners, tenant, queue, request, admitted=True),
+                            request.uid,
+                        )
                     case CancelRequested():
                         events, key = decide_cancel(self.owners, tenant, request), f"cancel:{request.uid}"
                     case _:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from muster.bus import Delivery
 from muster.bus.admission import Refused, admit
 from muster.bus.memory import MemoryBus
