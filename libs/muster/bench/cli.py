@@ -170,28 +170,55 @@ async def _populate(endpoints) -> str:
     raise RuntimeError(f"the benchmark's system did not run {fitting} jobs within {SETTLE_TIMEOUT:g} s")
 
 
+async def _forget(endpoints) -> None:
+    """Remove the benchmark's stream and schema from servers it was given (embedded ones go with their
+    home)."""
+    import asyncpg
+
+    from muster.bus import NatsBus
+    from muster.store import schema_for
+
+    bus = await NatsBus.connect(endpoints.nats_url, endpoints.subjects, service="bench-cli")
+    try:
+        await bus.js.delete_stream(endpoints.subjects.stream)
+    finally:
+        await bus.close()
+    conn = await asyncpg.connect(endpoints.pg_dsn)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema_for(endpoints.prefix)}" CASCADE')
+    finally:
+        await conn.close()
+
+
 def _on_a_system(runs: int, progress) -> list[dict]:
-    from muster.runtime.settings import Settings
+    from muster.runtime.settings import Endpoints, Settings
     from muster.runtime.system import running_system
 
     base = Settings.from_env()
-    with tempfile.TemporaryDirectory(prefix="muster-bench-cli-") as home:
-        settings = Settings(
-            home=Path(home), nats_url=base.nats_url, pg_dsn=base.pg_dsn, prefix=f"cli{uuid.uuid4().hex[:8]}"
-        )
-        progress(f"cli: starting a system of {NODES} nodes and {JOBS} jobs")
-        with running_system(
-            settings, services=SERVICES, service_env={"MUSTER_CYCLE_INTERVAL": "0.02"}
-        ) as system:
-            waiting = asyncio.run(_populate(system.endpoints))
-            # As a person runs it: the system found through its home, nothing else set.
-            env = {
-                k: v
-                for k, v in os.environ.items()
-                if k not in ("MUSTER_NATS_URL", "MUSTER_PG_DSN", "MUSTER_PREFIX")
-            }
-            env["MUSTER_HOME"] = home
-            return _measure(system_calls(waiting), env, runs, progress, nodes=NODES, jobs=JOBS)
+    prefix = f"cli{uuid.uuid4().hex[:8]}"
+    # As a person runs the CLI: the system found through its home, nothing else set.
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("MUSTER_NATS_URL", "MUSTER_PG_DSN", "MUSTER_PREFIX")
+    }
+    try:
+        with tempfile.TemporaryDirectory(prefix="muster-bench-cli-") as home:
+            settings = Settings(home=Path(home), nats_url=base.nats_url, pg_dsn=base.pg_dsn, prefix=prefix)
+            progress(f"cli: starting a system of {NODES} nodes and {JOBS} jobs")
+            with running_system(
+                settings, services=SERVICES, service_env={"MUSTER_CYCLE_INTERVAL": "0.02"}
+            ) as system:
+                waiting = asyncio.run(_populate(system.endpoints))
+                return _measure(
+                    system_calls(waiting),
+                    {**env, "MUSTER_HOME": home},
+                    runs,
+                    progress,
+                    nodes=NODES,
+                    jobs=JOBS,
+                )
+    finally:
+        if base.nats_url and base.pg_dsn:
+            asyncio.run(_forget(Endpoints(nats_url=base.nats_url, pg_dsn=base.pg_dsn, prefix=prefix)))
 
 
 def run(
