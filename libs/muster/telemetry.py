@@ -17,6 +17,8 @@ from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import DefaultGetter, DefaultSetter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from muster import span_export
+
 _propagator = TraceContextTextMapPropagator()
 _setter = DefaultSetter()
 _getter = DefaultGetter()
@@ -34,8 +36,7 @@ def configure(service_name: str, env: Mapping[str, str] | None = None) -> None:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
     _configured = True
-    otlp = env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    console = env.get("MUSTER_TRACE_CONSOLE") == "1"
+    otlp, console = span_export.otlp_endpoint(env), span_export.to_console(env)
     if not (otlp or console):
         # Nothing would see the spans: keep the no-op tracer, which still passes on
         # any trace context that arrives, at no cost on hot paths.

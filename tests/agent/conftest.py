@@ -24,17 +24,7 @@ from muster.sdk import Client
 NODE_TIMEOUT = 3.0
 HEARTBEAT = 0.5
 
-# The subcommands this part adds, until muster.cli.main lists them itself.
-AGENT_COMMANDS = (
-    "muster.cli.agent_cmd",
-    "muster.cli.run_cmd",
-    "muster.cli.logs_cmd",
-    "muster.cli.cancel_cmd",
-)
-CLI = (
-    "import sys; from muster.cli import main as m; "
-    f"m.COMMANDS = tuple(dict.fromkeys(m.COMMANDS + {AGENT_COMMANDS!r})); sys.exit(m.main(sys.argv[1:]))"
-)
+CLI = "import sys; from muster.cli.main import main; sys.exit(main(sys.argv[1:]))"
 # The podgrouper with the Command kind installed, whether or not its handlers import it yet.
 PODGROUPER = (
     "import muster.grouping.command_job; from muster.service import service_main; "

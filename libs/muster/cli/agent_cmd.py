@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import logging
 import os
 import signal
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from muster.agent.machine import Gpus, node_spec, nvml_gpus
-from muster.agent.runtime import AgentConfig, run_agent
-from muster.agent.sandbox import DEFAULT_USER, resolve_run_as, user_name
+from muster.agent.sandbox import DEFAULT_USER
 from muster.cli.common import fail
 from muster.quantity import byte_count, cpu_millis
-from muster.runtime.settings import Endpoints, Settings
+
+if TYPE_CHECKING:
+    from muster.agent.machine import Gpus
+    from muster.runtime.settings import Endpoints
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "agent",
-        help="run the pods bound to this machine as processes (one agent per machine)",
         description="Registers this machine as a node (GPUs through NVML when the NVIDIA library is "
         "present, else --gpus; CPU and memory from the OS), heartbeats, and runs every pod bound to it "
         "with CUDA_VISIBLE_DEVICES set to its devices. Logs go to $MUSTER_HOME/agent/NODE/logs/. "
@@ -78,6 +78,8 @@ def parse_labels(items: list[str]) -> dict[str, str]:
 
 
 def find_gpus(args: argparse.Namespace) -> Gpus:
+    from muster.agent.machine import Gpus, nvml_gpus
+
     if args.gpus is not None:
         if args.gpus < 0:
             fail(f"--gpus: must not be negative, got {args.gpus}")
@@ -91,6 +93,8 @@ def find_gpus(args: argparse.Namespace) -> Gpus:
 
 def nats_endpoints(url: str | None) -> Endpoints:
     """The system's bus; an agent needs no database, so only NATS must be known."""
+    from muster.runtime.settings import Endpoints, Settings
+
     settings = Settings.from_env()
     recorded = settings.recorded_endpoints()
     nats_url = url or settings.nats_url or (recorded.nats_url if recorded else None)
@@ -105,6 +109,13 @@ def nats_endpoints(url: str | None) -> Endpoints:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.agent.machine import node_spec
+    from muster.agent.runtime import AgentConfig, run_agent
+    from muster.agent.sandbox import resolve_run_as, user_name
+    from muster.runtime.settings import Settings
+
     labels = parse_labels(args.label)
     gpus = find_gpus(args)
     try:

@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import time
-
-import msgspec
+from typing import TYPE_CHECKING
 
 from muster import runtimes
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
-from muster.cli.queues_cmd import topological
-from muster.cli.suggest import did_you_mean
-from muster.events import NodeRegistered, QueueRejected, QueueUpserted
-from muster.grouping.muster_job import manifest
-from muster.runtime.settings import Endpoints
-from muster.scenario import ScenarioError, load_scenario, scenario_events
-from muster.scenario.convert import running_events
-from muster.scenario.errors import from_data
-from muster.scenario.load import read_document
-from muster.scenario.model import Scenario
-from muster.sdk import Client
+
+if TYPE_CHECKING:
+    from muster.runtime.settings import Endpoints
+    from muster.scenario import ScenarioError
+    from muster.scenario.model import Scenario
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "apply",
-        help="publish a scenario file's nodes, queues and jobs to the running system",
         description="Nodes join the simulated fleet, queues go to the queue-controller, and every job is "
         "submitted (as the plain muster job kind) in one workload, keeping its scenario name. Pods the "
         "scenario says already run are handed to the fleet with its nodes: it reports them running since "
@@ -44,6 +35,8 @@ _JOB_QUEUE = re.compile(r"jobs\[(?P<job>\d+)\]\.queue")
 def simulated_only(scenario: Scenario) -> None:
     """Refuse, naming the field, a node or job a live system could not hold: its nodes join the simulated
     fleet, which runs nothing, and its jobs are the muster Job kind, which has nothing to run."""
+    from muster.scenario import ScenarioError
+
     for i, node in enumerate(scenario.nodes):
         if node.runtimes is not None and set(node.runtimes) != {runtimes.SIMULATED}:
             raise ScenarioError(
@@ -59,6 +52,12 @@ def simulated_only(scenario: Scenario) -> None:
 
 def plan(scenario: Scenario) -> tuple[list, list, list[dict]]:
     """(node specs, queue specs, job manifests) of a scenario, in file order."""
+    import msgspec
+
+    from muster.events import NodeRegistered, QueueUpserted
+    from muster.grouping.muster_job import manifest
+    from muster.scenario import scenario_events
+
     simulated_only(scenario)
     events = scenario_events(scenario)
     nodes = [e.node for e in events if isinstance(e, NodeRegistered)]
@@ -69,6 +68,11 @@ def plan(scenario: Scenario) -> tuple[list, list, list[dict]]:
 
 async def apply(scenario: Scenario, endpoints: Endpoints | None = None) -> dict:
     """Publish ``scenario`` to the system at ``endpoints`` (default: the one this command finds)."""
+    from muster.cli.queues_cmd import topological
+    from muster.events import QueueRejected
+    from muster.scenario.convert import running_events
+    from muster.sdk import Client
+
     nodes, queues, jobs = plan(scenario)
     start = time.time()  # the scenario's t=0 on the live clock
     uid = f"scenario/{scenario.name}/{time.time_ns()}"
@@ -100,6 +104,11 @@ async def apply(scenario: Scenario, endpoints: Endpoints | None = None) -> dict:
 def _queue_meant(error: ScenarioError) -> str:
     """For a job in a queue the file does not have (a scenario's jobs go to its own leaf queues,
     which apply creates before them): the file's leaf queue nearest the one named."""
+    from muster.cli.suggest import did_you_mean
+    from muster.scenario.errors import from_data
+    from muster.scenario.load import read_document
+    from muster.scenario.model import Scenario
+
     at = _JOB_QUEUE.fullmatch(error.path)
     if at is None or not error.message.endswith("is not a queue"):
         return ""
@@ -111,6 +120,10 @@ def _queue_meant(error: ScenarioError) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.scenario import ScenarioError, load_scenario
+
     try:
         scenario = load_scenario(args.file)
     except ScenarioError as exc:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from muster.cli.common import BAD_INPUT, OK, fail, print_json
+from muster.cli.parsing import LazySubParsers
 
 QUICK_SUBSAMPLE = 0.25
 QUICK_SEEDS = 1
@@ -183,6 +184,31 @@ def _restart_suite(args: argparse.Namespace, progress: Callable[[str], None]) ->
     return [{"benchmark": "restart", **row} for row in restart.run(bool(args.quick))]
 
 
+def _cli_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Issue #27: wall time of fresh `muster` processes, alone and against a small system."""
+    from muster.bench import cli
+
+    return [{"benchmark": "cli", **row} for row in cli.run(bool(args.quick), progress)]
+
+
+def _cli_cmd(args: argparse.Namespace) -> int:
+    from muster.bench import cli
+
+    if args.runs < 1:
+        fail("--runs: must be at least 1")
+    rows = cli.run(runs=args.runs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "bench-cli.json"
+    path.write_text(json.dumps(rows, indent=2) + "\n")
+    if args.json:
+        print_json(rows)
+    else:
+        _print_cli_table(rows)
+        print(f"results: {path}")
+    return OK
+
+
 # name -> runner for the whole suite; each returns rows of results
 RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[dict]]] = {
     "openb": _openb_suite,
@@ -192,6 +218,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[di
     "failover": _failover_suite,
     "history": _history_suite,
     "restart": _restart_suite,
+    "cli": _cli_suite,
 }
 
 
@@ -222,6 +249,8 @@ def _suite_cmd(args: argparse.Namespace) -> int:
         for name, rows in results.items():
             if name == "openb":
                 _print_openb_table(rows)
+            elif name == "cli":
+                _print_cli_table(rows)
             else:
                 _print_rows(name, rows)
         print(f"results: {path}")
@@ -296,6 +325,21 @@ def _print_openb_table(rows: list[dict]) -> None:
     Console().print(table)
 
 
+def _print_cli_table(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="cli: wall time of fresh `muster` processes (median)")
+    for col in ("call", "ms", "target", "met", "min-max ms"):
+        table.add_column(col, justify="left" if col == "call" else "right", overflow="fold")
+    for r in rows:
+        met = "[green]yes[/]" if r["met"] else "[red]no[/]"
+        table.add_row(
+            r["name"], f"{r['value']:.0f}", f"{r['target']:.0f}", met, f"{r['min_ms']:.0f}-{r['max_ms']:.0f}"
+        )
+    Console().print(table)
+
+
 def _print_rows(name: str, rows: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -339,14 +383,50 @@ def _flat(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
 
 def register(sub: Any) -> None:
     """Add ``bench`` and its sub-benchmarks to an argparse subparsers object."""
-    parser = sub.add_parser("bench", help="the benchmark suite", description=__doc__.split("\n\n")[1])
+    from muster.bench import cli as cli_bench
+
+    parser = sub.add_parser("bench", description=__doc__.split("\n\n")[1])
     _suite_arguments(parser)
     parser.set_defaults(run=_suite_cmd)
-    benches = parser.add_subparsers(dest="bench", metavar="BENCHMARK")
+    benches = parser.add_subparsers(dest="bench", metavar="BENCHMARK", action=LazySubParsers)
+    # The policies' names come from their kernels' module: loaded only when openb itself is asked for.
+    benches.add_lazy(
+        "openb", "the FGD paper's placement protocol on the Alibaba openb trace", _register_openb
+    )
 
+    alloc = benches.add_parser("allocator", help="allocator cycle speed")
+    alloc.add_argument("--json", action="store_true", help="print one JSON document")
+    alloc.add_argument("--quick", action="store_true", help="smoke run")
+    alloc.set_defaults(run=_allocator_cmd)
+
+    e2e = benches.add_parser(
+        "e2e",
+        help="the whole live path: binds/s and submit-to-bound latency",
+        description="Real NATS and Postgres (embedded unless configured), every service, a simulated fleet.",
+    )
+    e2e.add_argument("--nodes", type=int, default=1000, help="simulated nodes (default 1000)")
+    e2e.add_argument("--pods", type=int, default=10_000, help="single-GPU pods to bind (default 10000)")
+    e2e.add_argument("--rate", type=float, default=None, help="offer pods at this many per second")
+    e2e.add_argument("--json", action="store_true", help="print one JSON document")
+    e2e.set_defaults(run=_e2e_cmd)
+
+    cli = benches.add_parser(
+        "cli",
+        help="how long `muster` calls take: fresh processes, alone and against a small system",
+        description="Wall time (median of fresh processes) of --help, --version, group, the completion script, "
+        "and of status and why against a small system of its own.",
+    )
+    cli.add_argument(
+        "--runs", type=int, default=cli_bench.RUNS, help=f"timed runs of each call (default {cli_bench.RUNS})"
+    )
+    cli.add_argument("--out", default="bench/results", help="folder for the JSON (default bench/results)")
+    cli.add_argument("--json", action="store_true", help="print one JSON document")
+    cli.set_defaults(run=_cli_cmd)
+
+
+def _register_openb(benches: argparse._SubParsersAction) -> None:
     openb = benches.add_parser(
         "openb",
-        help="the FGD paper's placement protocol on the Alibaba openb trace",
         description="Unallocated GPU % at 100 % arrived on the openb trace, mean and SD over seeds.",
     )
     openb.add_argument(
@@ -365,22 +445,6 @@ def register(sub: Any) -> None:
         "--quick", action="store_true", help="smoke run: one seed, a quarter of nodes and pods"
     )
     openb.set_defaults(run=_openb_cmd)
-
-    alloc = benches.add_parser("allocator", help="allocator cycle speed")
-    alloc.add_argument("--json", action="store_true", help="print one JSON document")
-    alloc.add_argument("--quick", action="store_true", help="smoke run")
-    alloc.set_defaults(run=_allocator_cmd)
-
-    e2e = benches.add_parser(
-        "e2e",
-        help="the whole live path: binds/s and submit-to-bound latency",
-        description="Real NATS and Postgres (embedded unless configured), every service, a simulated fleet.",
-    )
-    e2e.add_argument("--nodes", type=int, default=1000, help="simulated nodes (default 1000)")
-    e2e.add_argument("--pods", type=int, default=10_000, help="single-GPU pods to bind (default 10000)")
-    e2e.add_argument("--rate", type=float, default=None, help="offer pods at this many per second")
-    e2e.add_argument("--json", action="store_true", help="print one JSON document")
-    e2e.set_defaults(run=_e2e_cmd)
 
 
 def _suite_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from muster.cli.common import CHECK_FAILED, add_tenant_option, fail, print_json, running_endpoints
-from muster.cli.live import job_names
-from muster.cli.suggest import did_you_mean
-from muster.sdk import CancelError, Client
-from muster.tenants import TenantError
+from muster.cli.parsing import LIVE_JOBS, completes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cancel", help="delete a job: its pods stop and its resources return to the queue")
-    p.add_argument("job", help="job (pod group) name, as `muster run` or `muster status` shows it")
+    p = sub.add_parser("cancel")
+    completes(
+        p.add_argument("job", help="job (pod group) name, as `muster run` or `muster status` shows it"),
+        LIVE_JOBS,
+    )
     add_tenant_option(p, "cancel as this tenant: only its own jobs")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.cli.live import job_names
+    from muster.cli.suggest import did_you_mean
+    from muster.sdk import CancelError, Client
+    from muster.tenants import TenantError
+
     endpoints = running_endpoints()
 
     async def send() -> int:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import msgspec
-
-from muster.runtime.settings import Endpoints, NoRunningSystem, Settings
+if TYPE_CHECKING:
+    from muster.runtime.settings import Endpoints
 
 OK, CHECK_FAILED, BAD_INPUT = 0, 1, 2
 
@@ -26,11 +25,15 @@ def fail(message: str, code: int = BAD_INPUT) -> NoReturn:
 
 
 def print_json(value: object) -> None:
+    import msgspec
+
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
 
 
 def running_endpoints() -> Endpoints:
     """The system this command talks to, or a clear error saying how to start one."""
+    from muster.runtime.settings import NoRunningSystem, Settings
+
     try:
         return Settings.from_env().endpoints()
     except NoRunningSystem as exc:

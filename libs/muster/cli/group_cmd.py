@@ -5,21 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from muster.events import PodGroupCreated
-from muster.grouping.errors import ManifestError
-from muster.grouping.group import group_manifests
-from muster.grouping.nesting import load_yaml_documents
+if TYPE_CHECKING:
+    from muster.events import PodGroupCreated
 
 
 def register(sub: Any) -> None:
     """Add the ``group`` subcommand to an argparse subparsers object."""
     parser = sub.add_parser(
         "group",
-        help="show the pod groups the podgrouper makes of a manifest",
         description="Group a Kubernetes-style manifest (several documents separated by --- belong "
         "together) the way the podgrouper does, without a running system.",
     )
@@ -96,11 +91,18 @@ def _text(events: list[PodGroupCreated]) -> str:
 
 
 def _load(path: str) -> list[dict[str, Any]]:
+    from muster.grouping.nesting import load_yaml_documents
+
     with open(path, encoding="utf-8") as handle:
         return load_yaml_documents(handle.read())
 
 
 def _run(args: argparse.Namespace) -> int:
+    import yaml
+
+    from muster.grouping.errors import ManifestError
+    from muster.grouping.group import group_manifests
+
     try:
         docs = _load(args.file)
         events = group_manifests(docs)

@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
+from typing import TYPE_CHECKING
 
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeoutError
-
-from muster.agent import logs
-from muster.bus import NatsBus
 from muster.cli.common import CHECK_FAILED, fail, running_endpoints
-from muster.cli.live import job_names
-from muster.cli.suggest import did_you_mean
-from muster.events import PodBound, PodGroupCreated, PodGroupDeleted
-from muster.subjects import Subjects
+from muster.cli.parsing import JOBS, completes
+
+if TYPE_CHECKING:
+    from muster.bus import NatsBus
+    from muster.subjects import Subjects
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("logs", help="a pod's output (stdout and stderr), from the agent of its node")
-    p.add_argument("job", help="job name")
+    p = sub.add_parser("logs")
+    completes(p.add_argument("job", help="job name"), JOBS)
     p.add_argument("--pod", type=int, default=0, help="pod index, 0 to count-1 (default 0)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing until the pod ends")
     p.set_defaults(run=_run)
@@ -29,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 async def where(bus: NatsBus, subjects: Subjects, job: str, pod: int) -> tuple[str | None, str | None]:
     """Whose the job is ('' for the system's own; None: there is no such job), and the node the pod
     was last bound to. A name used again after its job was deleted is the newest job's."""
+    from muster.events import PodBound, PodGroupCreated, PodGroupDeleted
+
     owner, node, deleted = None, None, False
     async for delivery in bus.read([subjects.podgroups, subjects.pods("*")]):
         for event in delivery.events:
@@ -45,6 +43,13 @@ async def where(bus: NatsBus, subjects: Subjects, job: str, pod: int) -> tuple[s
 async def stream_log(
     bus: NatsBus, subjects: Subjects, node: str, job: str, pod: int, follow: bool, out, owner: str = ""
 ) -> None:
+    import asyncio
+
+    from nats.errors import NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeoutError
+
+    from muster.agent import logs
+
     offset = 0
     while True:
         request = logs.LogRequest(job=job, pod=pod, owner=owner, offset=offset)
@@ -69,6 +74,12 @@ async def stream_log(
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.bus import NatsBus
+    from muster.cli.live import job_names
+    from muster.cli.suggest import did_you_mean
+
     endpoints = running_endpoints()
     subjects = endpoints.subjects
 

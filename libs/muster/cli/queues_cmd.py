@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+from typing import TYPE_CHECKING
 
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
-from muster.cli.manifests import read_documents
-from muster.events import QueueRejected, QueueSpec
-from muster.queues.kai_queue import QueueManifestError, is_kai_queue, parse_kai_queues
-from muster.scenario import ScenarioError, parse_queues
-from muster.sdk import Client
+
+if TYPE_CHECKING:
+    from muster.events import QueueSpec
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("queues", help="create or update queues")
+    p = sub.add_parser("queues")
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     apply = verbs.add_parser(
         "apply",
@@ -30,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def read_queue_file(path: str) -> list[QueueSpec]:
     """Queues from either format; exits 2 naming the file and field on bad input."""
+    from muster.cli.manifests import read_documents
+    from muster.queues.kai_queue import QueueManifestError, is_kai_queue, parse_kai_queues
+    from muster.scenario import ScenarioError, parse_queues
+
     docs = read_documents(path)
     if all(is_kai_queue(d) for d in docs):
         try:
@@ -66,6 +68,8 @@ def topological(queues: list[QueueSpec]) -> list[QueueSpec]:
 
 
 async def apply_queues(queues: list[QueueSpec]) -> dict:
+    from muster.sdk import Client
+
     client = await Client.connect(running_endpoints())
     try:
         return await client.apply_queues(topological(queues))
@@ -74,6 +78,10 @@ async def apply_queues(queues: list[QueueSpec]) -> dict:
 
 
 def _apply(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.events import QueueRejected
+
     queues = read_queue_file(args.file)
     try:
         answers = asyncio.run(apply_queues(queues))

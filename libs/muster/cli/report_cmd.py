@@ -7,13 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from muster.cli.common import CHECK_FAILED, fail, print_json
-from muster.cli.replay_cmd import read_log, read_saved_log
-from muster.events import Event
-from muster.replay import log_events
-from muster.report import build_report
-from muster.runtime.settings import NoRunningSystem
+
+if TYPE_CHECKING:
+    from muster.events import Event
 
 LONG_LOG = 50_000
 """Events from which a report on a terminal shows its progress."""
@@ -62,6 +61,10 @@ def _events(args: argparse.Namespace) -> list[Event]:
         simulation = ReportedSimulation(scenario)
         simulation.run()
         return simulation.log.events
+    from muster.cli.log_sources import read_log, read_saved_log
+    from muster.replay import log_events
+    from muster.runtime.settings import NoRunningSystem
+
     if args.log:
         log, subjects = read_saved_log(args.log)
     else:
@@ -87,6 +90,8 @@ def progress_line(total: int, stream=None) -> Callable[[int], None] | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from muster.report import build_report
+
     events = _events(args)
     show = progress_line(len(events))
     report = build_report(events, progress=show)

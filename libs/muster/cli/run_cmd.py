@@ -7,29 +7,25 @@ MASTER_ADDR and MASTER_PORT, so ``torchrun``-style programs find each other.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import os
 import time
 from pathlib import Path
 
 from muster.cli.common import CHECK_FAILED, add_tenant_option, fail, print_json, running_endpoints
-from muster.cli.queue_check import check_queues
-from muster.grouping.command_job import manifest
-from muster.grouping.errors import ManifestError
-from muster.grouping.group import group_manifests
-from muster.sdk import Client, SubmitError, workload_uid
-from muster.tenants import TenantError
+from muster.cli.parsing import QUEUES, completes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
-        help="run a command on the machines `muster agent` serves: muster run --queue Q --gpus 1 -- python train.py",
         description="Submits a Command job: --count identical processes, scheduled as one gang. "
         "Prints the job's name for `muster logs` and `muster cancel`.",
     )
-    p.add_argument("--queue", required=True, help="queue to submit to (one the running system has)")
+    completes(
+        p.add_argument("--queue", required=True, help="queue to submit to (one the running system has)"),
+        QUEUES,
+    )
     p.add_argument("--gpus", default="0", help="GPUs per process; a fraction such as 0.5 shares one device")
     p.add_argument("--count", type=int, default=1, help="processes in the gang (default 1)")
     p.add_argument("--min", type=int, help="processes that must run together (default: --count)")
@@ -91,6 +87,15 @@ def build_spec(args: argparse.Namespace, command: list[str]) -> dict:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.cli.queue_check import check_queues
+    from muster.grouping.command_job import manifest
+    from muster.grouping.errors import ManifestError
+    from muster.grouping.group import group_manifests
+    from muster.sdk import Client, SubmitError, workload_uid
+    from muster.tenants import TenantError
+
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]

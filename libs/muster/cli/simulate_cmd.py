@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from muster.scenario.errors import ScenarioError
-from muster.scenario.expect import Failure, check
-from muster.scenario.load import load_scenario
+if TYPE_CHECKING:
+    from muster.scenario.expect import Failure
 
 OK, FAILED, BAD_INPUT = 0, 1, 2
 
@@ -22,7 +21,6 @@ def register(sub: Any) -> None:
     """Add the ``simulate`` subcommand to an argparse subparsers object."""
     parser = sub.add_parser(
         "simulate",
-        help="run scenario files through the real allocator, in process",
         description="Run scenarios (spec/scenario-format.md) through the allocator and a simulated fleet.",
     )
     _arguments(parser)
@@ -36,6 +34,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from muster.scenario.errors import ScenarioError
+    from muster.scenario.expect import check
+    from muster.scenario.load import load_scenario
     from muster.simulate import simulate, to_json
 
     scenarios = []

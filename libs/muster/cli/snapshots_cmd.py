@@ -8,19 +8,18 @@ forgetting its snapshots lets the projector purge past it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
+from typing import TYPE_CHECKING
 
-from muster import snapshots as sn
-from muster.bus import NatsBus
 from muster.cli.common import BAD_INPUT, CHECK_FAILED, fail, print_json, running_endpoints
+
+if TYPE_CHECKING:
+    from muster import snapshots as sn
+    from muster.bus import NatsBus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "snapshots",
-        help="each fold's state snapshots; `forget FOLD` drops those of a fold that no longer runs",
-    )
+    p = sub.add_parser("snapshots")
     p.add_argument("--json", action="store_true", help="print JSON")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     forget = actions.add_parser(
@@ -40,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 async def list_folds(bus: NatsBus) -> list[sn.FoldSnapshots]:
     """Every fold with snapshots, in every writer's store."""
+    from muster import snapshots as sn
+
     owned = []
     for owner, store in await sn.existing_stores(bus.js, bus.subjects.stream):
         owned += [(owner, meta) for meta in await store.list()]
@@ -48,8 +49,10 @@ async def list_folds(bus: NatsBus) -> list[sn.FoldSnapshots]:
 
 async def forget(bus: NatsBus, fold: str) -> int:
     """Delete every snapshot of ``fold``; how many there were."""
+    from muster.snapshots import existing_stores
+
     gone = 0
-    for _, store in await sn.existing_stores(bus.js, bus.subjects.stream):
+    for _, store in await existing_stores(bus.js, bus.subjects.stream):
         for meta in await store.list(fold):
             await store.delete(meta)
             gone += 1
@@ -57,6 +60,10 @@ async def forget(bus: NatsBus, fold: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.bus import NatsBus
+
     endpoints = running_endpoints()
 
     async def main() -> int:
@@ -74,12 +81,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _forget(bus: NatsBus, folds: list[sn.FoldSnapshots], args: argparse.Namespace) -> int:
+    from muster.snapshots import is_service_fold
+
     names = sorted(f.fold for f in folds)
     if args.fold not in names:
         fail(
             f"no snapshots of {args.fold!r}; folds with snapshots: {', '.join(names) or 'none'}", CHECK_FAILED
         )
-    if sn.is_service_fold(args.fold) and not args.force:
+    if is_service_fold(args.fold) and not args.force:
         fail(
             f"{args.fold} is a service's fold: it restarts from its snapshots, and without them from what the "
             "stream still holds, which lacks what retention purged. Stop it for good first, then pass --force",

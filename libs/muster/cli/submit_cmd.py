@@ -3,35 +3,37 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from muster.cli.common import CHECK_FAILED, add_tenant_option, fail, print_json, running_endpoints
-from muster.cli.manifests import read_manifests
-from muster.cli.queue_check import known_queues, note_unchecked, refuse_unknown_queues
-from muster.grouping.errors import ManifestError
-from muster.grouping.group import group_manifests
-from muster.queues.default import DEFAULT_QUEUE
-from muster.sdk import Client, SubmitError, workload_uid
-from muster.tenants import TenantError
+from muster.cli.parsing import QUEUES, completes
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "submit",
-        help="emit a workload (any supported framework manifest) as WorkloadSubmitted",
         description="Checks the manifest the way the podgrouper will, and its queue against the running "
         "system's, then publishes it. Nothing is published when the manifest is bad or its queue unknown.",
     )
     p.add_argument(
         "-f", "--file", required=True, help="manifest file (YAML, several documents separated by ---)"
     )
-    p.add_argument("--queue", help="submit to this queue, whatever the manifest says")
+    completes(p.add_argument("--queue", help="submit to this queue, whatever the manifest says"), QUEUES)
     add_tenant_option(p, "submit as this tenant, to one of its queues (default: its only one)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from muster.cli.manifests import read_manifests
+    from muster.cli.queue_check import known_queues, note_unchecked, refuse_unknown_queues
+    from muster.grouping.errors import ManifestError
+    from muster.grouping.group import group_manifests
+    from muster.queues.default import DEFAULT_QUEUE
+    from muster.sdk import Client, SubmitError, workload_uid
+    from muster.tenants import TenantError
+
     docs = read_manifests(args.file)
     try:
         groups = group_manifests(docs, queue_override=args.queue)

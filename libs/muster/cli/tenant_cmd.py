@@ -12,20 +12,26 @@ import json
 
 from muster import tenants
 from muster.cli.common import fail, print_json
+from muster.cli.parsing import QUEUES, completes
 from muster.runtime import nats_reload
 from muster.runtime.security import CLIENT_FILE, SECRETS_DIR
 from muster.runtime.settings import Settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "tenant", help="declare teams that submit and cancel only on their own queues and jobs"
-    )
+    p = sub.add_parser("tenant")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     add = verbs.add_parser("add", help="declare a tenant (again: replace its queues, keep its password)")
     add.add_argument("name", help="lowercase letters, digits and '-'")
-    add.add_argument(
-        "--queue", action="append", required=True, dest="queues", help="a queue it may submit to (repeatable)"
+    completes(
+        add.add_argument(
+            "--queue",
+            action="append",
+            required=True,
+            dest="queues",
+            help="a queue it may submit to (repeatable)",
+        ),
+        QUEUES,
     )
     add.set_defaults(run=_add)
     listing = verbs.add_parser("list", help="the declared tenants and their queues")

@@ -8,17 +8,18 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from muster.cli.common import fail
-from muster.runtime.home_lock import HomeLocked
-from muster.runtime.settings import Settings
-from muster.runtime.system import System, running_system, wait_until_interrupted
+
+if TYPE_CHECKING:
+    from muster.runtime.settings import Settings
+    from muster.runtime.system import System
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "up",
-        help="start NATS, Postgres and every service until Ctrl-C",
         description="Starts NATS JetStream and Postgres (embedded under MUSTER_HOME unless MUSTER_NATS_URL / "
         "MUSTER_PG_DSN point at running ones) and every muster service, until Ctrl-C. One system per "
         "MUSTER_HOME: on a home another `muster up` or `muster demo` runs in, it exits 2 and touches nothing.",
@@ -30,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 @contextlib.contextmanager
 def own_system(settings: Settings, **options) -> Iterator[System]:
     """``running_system``, or exit 2 naming the home and its holder when another system runs there."""
+    from muster.runtime.home_lock import HomeLocked
+    from muster.runtime.system import running_system
+
     with contextlib.ExitStack() as stack:
         try:
             system = stack.enter_context(running_system(settings, **options))
@@ -51,6 +55,9 @@ def wait_for_dashboard(home: Path, timeout: float = 10.0) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from muster.runtime.settings import Settings
+    from muster.runtime.system import wait_until_interrupted
+
     settings = Settings.from_env()
     env = {"MUSTER_TRACE_CONSOLE": "1"} if args.trace_console else {}
     with own_system(settings, service_env=env) as system:

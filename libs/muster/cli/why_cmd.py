@@ -3,57 +3,44 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-
-import msgspec
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from muster.cli.common import CHECK_FAILED, fail, print_json, running_endpoints
-from muster.cli.suggest import did_you_mean
-from muster.store import connect
-from muster.store.queries import failure_text, failures
-from muster.store.timeline import Entry, load
+from muster.cli.parsing import JOBS, completes
+
+if TYPE_CHECKING:
+    from muster.store.timeline import Entry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("why", help="why a job is pending or was preempted, from recorded decisions")
-    p.add_argument("job", help="the job's name (as `muster status` shows it)")
+    p = sub.add_parser("why")
+    completes(p.add_argument("job", help="the job's name (as `muster status` shows it)"), JOBS)
     p.add_argument("--json", action="store_true", help="print one JSON document")
     p.set_defaults(run=_run)
 
 
-async def story(job: str) -> tuple[dict | None, list[Entry]]:
-    """The job's row (with its failed pods under ``failures``) and its timeline; (None, []) if unknown."""
-    endpoints = running_endpoints()
-    conn = await connect(endpoints.reader_dsn, endpoints.prefix)
-    try:
+async def story(job: str) -> tuple[dict | None, list[Entry], list[str]]:
+    """The job's row (with its failed pods under ``failures``) and its timeline, and, when the job is
+    unknown, (None, []) and the names of the jobs there are."""
+    from muster.cli.recorded import job_names, projection
+    from muster.store.queries import failures
+    from muster.store.timeline import load
+
+    async with projection(running_endpoints()) as conn:
         row = await conn.fetchrow(
             "SELECT name, queue, status, reason, submitted_at FROM jobs WHERE name = $1", job
         )
         if row is None:
-            return None, []
+            return None, [], await job_names(conn)
         found = dict(row)
         found["failures"] = (await failures(conn, [job])).get(job, [])
-        return found, await load(conn, job)
-    finally:
-        await conn.close()
-
-
-async def recorded_jobs() -> list[str]:
-    """The names of every job the projection has recorded."""
-    endpoints = running_endpoints()
-    conn = await connect(endpoints.reader_dsn, endpoints.prefix)
-    try:
-        return [row["name"] for row in await conn.fetch("SELECT name FROM jobs")]
-    finally:
-        await conn.close()
+        return found, await load(conn, job), []
 
 
 def reason_of(job: dict) -> str | None:
     """Why the job is not running: how it failed, or what it waits for; None while it runs."""
+    from muster.store.queries import failure_text
+
     if job["status"] == "failed":
         return failure_text(job["failures"]) or job["reason"]
     return job["reason"] if job["status"] != "running" else None
@@ -61,6 +48,10 @@ def reason_of(job: dict) -> str | None:
 
 def headline(job: dict) -> list[str]:
     """The lines above the timeline: the job's status and why, and any pod of it that failed."""
+    from rich.markup import escape
+
+    from muster.store.queries import failure_text
+
     lines = [f"[bold]{escape(job['name'])}[/] in queue {escape(job['queue'])}: [bold]{job['status']}[/]"]
     reason = reason_of(job)
     if job["status"] == "failed":
@@ -82,11 +73,16 @@ def _since(entry: Entry, start: float | None) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    job, entries = asyncio.run(story(args.job))
+    import asyncio
+
+    job, entries, known = asyncio.run(story(args.job))
     if job is None:
-        hint = did_you_mean(args.job, asyncio.run(recorded_jobs()))
-        fail(f"no job named {args.job!r}{hint} (see `muster status`)", CHECK_FAILED)
+        from muster.cli.suggest import did_you_mean
+
+        fail(f"no job named {args.job!r}{did_you_mean(args.job, known)} (see `muster status`)", CHECK_FAILED)
     if args.json:
+        import msgspec
+
         print_json(
             {
                 "job": job["name"],
@@ -98,6 +94,15 @@ def _run(args: argparse.Namespace) -> int:
             }
         )
         return 0
+    _print_story(job, entries)
+    return 0
+
+
+def _print_story(job: dict, entries: list[Entry]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     console = Console()
     for line in headline(job):
         console.print(line)
@@ -109,4 +114,3 @@ def _run(args: argparse.Namespace) -> int:
         # Text, not markup: a node's words about a failure may hold brackets.
         table.add_row(str(entry.seq), _since(entry, job["submitted_at"]), Text(entry.text))
     console.print(table)
-    return 0

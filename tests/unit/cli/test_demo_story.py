@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from muster.cli.demo_cmd import DEMOS_KEPT, fresh_demo_settings
+from muster.cli.demo_home import DEMOS_KEPT, fresh_demo_settings
 from muster.cli.demo_story import DemoTally, example_jobs, story_lines
 from muster.runtime.settings import Settings
 

@@ -7,7 +7,8 @@ import io
 
 import pytest
 from muster.cli.columns import ELLIPSIS, ellipsize, fit_widths
-from muster.cli.status_cmd import render, tree_order
+from muster.cli.status_cmd import render
+from muster.cli.status_view import tree_order
 from rich.console import Console
 
 
