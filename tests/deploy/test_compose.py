@@ -210,3 +210,11 @@ def test_the_build_context_keeps_what_pip_install_needs():
                 if not any(ch in source for ch in "*?["):
                     assert (REPO / source).exists(), source
                     assert source.rstrip("/") in kept, f"{source} is copied but .dockerignore drops it"
+
+
+def test_the_dashboard_published_on_the_host_has_a_token_a_user_can_read(compose):
+    # It listens on 0.0.0.0 in its container, so its API takes a token: one generated inside the
+    # container would lock the user out.
+    env = compose["services"]["dashboard"]["environment"]
+    assert env["MUSTER_DASHBOARD_HOST"] == "0.0.0.0"
+    assert env["MUSTER_DASHBOARD_TOKEN"]

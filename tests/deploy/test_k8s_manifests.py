@@ -578,3 +578,16 @@ def test_every_manifest_file_is_listed_in_the_kustomization():
         if p.name != "kustomization.yaml" and p.parent.name != "config"
     }
     assert on_disk == listed, "a manifest file is not listed in kustomization.yaml (or listed but missing)"
+
+
+def test_the_dashboard_listening_in_the_cluster_takes_its_token_from_a_secret_and_knows_its_service_names(
+    objects,
+):
+    # Beyond loopback its API asks for a token: one kept only in its own MUSTER_HOME (an emptyDir)
+    # would lock every user out, and a Host it does not know is refused.
+    dashboard = named(objects, "Deployment", "muster-dashboard")
+    env = env_of(objects, dashboard)
+    assert env["MUSTER_DASHBOARD_HOST"] == "0.0.0.0"
+    assert env["MUSTER_DASHBOARD_TOKEN"] == "<secret:dashboard-token:token>"
+    assert secret_data(named(objects, "Secret", "dashboard-token"))["token"]
+    assert "muster-dashboard" in env["MUSTER_DASHBOARD_HOSTS"].split(",")
