@@ -34,6 +34,7 @@ import msgspec
 
 from muster import telemetry
 from muster.bus import DuplicateMessage, NatsBus, OnDuplicate, chunk_events
+from muster.bus.admission import check_events
 from muster.events import (
     AdoptPods,
     CancelRefused,
@@ -167,7 +168,7 @@ class Client:
         )
         with telemetry.tracer().start_as_current_span("submit", attributes={"muster.workload": uid}):
             try:
-                await self.bus.publish(
+                await self._publish(
                     subject, [event], msg_id=self._id(f"submit:{uid}"), on_duplicate=OnDuplicate.NEW
                 )
             except DuplicateMessage as exc:
@@ -188,7 +189,7 @@ class Client:
         start = await self.bus.last_seq() + 1
         subject = self.subjects.tenant_workloads(self.tenant.tenant, self.tenant.queues[0])
         try:
-            await self.bus.publish(
+            await self._publish(
                 subject,
                 [CancelRequested(uid=uid, job=job)],
                 msg_id=self._id(f"cancel:{uid}"),
@@ -222,7 +223,7 @@ class Client:
         # Cancelling the same job twice is one fact: the id names the job's creation, and a second
         # cancel finds the first one's very message under it.
         try:
-            return await self.bus.publish(
+            return await self._publish(
                 self.subjects.podgroups,
                 [PodGroupDeleted(name=job)],
                 msg_id=self._id(f"delete:{job}:{created}"),
@@ -231,6 +232,13 @@ class Client:
         except DuplicateMessage as exc:
             raise CancelError(f"{job} was not cancelled: {exc}") from exc
 
+    async def _publish(self, subject: str, events: Sequence[Event], **options: Any) -> int:
+        """Publish ``events`` once they pass the check every reader applies (``muster.bus.admission``):
+        what readers would dead-letter is refused here, naming the field, instead of being sent and
+        then waited for in vain. Raises ``muster.bus.admission.Refused``."""
+        check_events(self.subjects, subject, events)
+        return await self.bus.publish(subject, list(events), **options)
+
     async def register_nodes(self, nodes: Sequence[NodeSpec], *, tag: str = "") -> None:
         """Add nodes to the fleet (the sim backend's, or any node source)."""
         by_pool: dict[str, list[Event]] = {}
@@ -238,7 +246,7 @@ class Client:
             by_pool.setdefault(node.pool, []).append(NodeRegistered(node=node))
         for pool, events in sorted(by_pool.items()):
             for i, chunk in enumerate(chunk_events(events)):
-                await self.bus.publish(
+                await self._publish(
                     self.subjects.nodes(pool),
                     chunk,
                     msg_id=self._id(f"nodes:{pool}:{tag}:{i}"),
@@ -257,7 +265,7 @@ class Client:
             ]
             digest = hashlib.sha256(msgspec.json.encode(request)).hexdigest()[:16]
             for i, chunk in enumerate(chunk_events(parts)):
-                await self.bus.publish(
+                await self._publish(
                     self.subjects.nodes(request.pool),
                     chunk,
                     msg_id=self._id(f"adopt:{request.pool}:{digest}:{i}"),
@@ -271,7 +279,7 @@ class Client:
         requests = [UpsertQueue(queue=q) for q in queues]
         tag = hashlib.sha256(msgspec.json.encode(requests)).hexdigest()[:16]
         start = await self.bus.last_seq() + 1
-        await self.bus.publish(
+        await self._publish(
             self.subjects.queue_requests,
             requests,
             msg_id=self._id(f"queues:{tag}:{time.time_ns()}"),
@@ -281,7 +289,7 @@ class Client:
 
     async def delete_queue(self, name: str, *, wait: float = 15.0) -> Event | None:
         start = await self.bus.last_seq() + 1
-        await self.bus.publish(
+        await self._publish(
             self.subjects.queue_requests,
             [DeleteQueue(name=name)],
             msg_id=self._id(f"delete-queue:{name}:{time.time_ns()}"),
