@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Sequence
@@ -10,7 +11,7 @@ from typing import Protocol
 
 from opentelemetry.context import Context
 
-from muster.events import Event, encode_event
+from muster.events import Event, encode_envelope, encode_event
 
 # JetStream's default max message size is 1 MiB; stay well below it.
 MAX_ENVELOPE_BYTES = 512 * 1024
@@ -141,3 +142,32 @@ def chunk_events(events: Sequence[Event], limit: int = MAX_ENVELOPE_BYTES) -> li
     if current:
         chunks.append(current)
     return chunks
+
+
+class EnvelopePublisher(abc.ABC):
+    """``publish`` for a bus adapter, from its ``publish_raw``: the events go as one envelope."""
+
+    @abc.abstractmethod
+    async def publish_raw(
+        self,
+        subject: str,
+        data: bytes,
+        *,
+        msg_id: str,
+        context: Context | None = None,
+        on_duplicate: OnDuplicate = OnDuplicate.DROP,
+    ) -> int:
+        """Publish the bytes of one message as they are; its stream sequence."""
+
+    async def publish(
+        self,
+        subject: str,
+        events: Sequence[Event],
+        *,
+        msg_id: str,
+        context: Context | None = None,
+        on_duplicate: OnDuplicate = OnDuplicate.DROP,
+    ) -> int:
+        return await self.publish_raw(
+            subject, encode_envelope(events), msg_id=msg_id, context=context, on_duplicate=on_duplicate
+        )

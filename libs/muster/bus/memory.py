@@ -15,8 +15,8 @@ from opentelemetry.context import Context
 
 from muster import telemetry
 from muster.bus.admission import Refused, admit
-from muster.bus.base import Delivery, Handler, OnDuplicate, check_duplicate
-from muster.events import DeadLettered, Event, encode_envelope
+from muster.bus.base import Delivery, EnvelopePublisher, Handler, OnDuplicate, check_duplicate
+from muster.events import DeadLettered
 from muster.subjects import Subjects, subject_matches
 
 
@@ -28,26 +28,13 @@ class StoredMessage:
     headers: dict[str, str]
 
 
-class MemoryBus:
+class MemoryBus(EnvelopePublisher):
     def __init__(self, subjects: Subjects | None = None):
         self.subjects = subjects or Subjects()
         self.messages: list[StoredMessage] = []
         self._ids: dict[str, int] = {}
         self._acked: dict[str, int] = {}
         self._changed = asyncio.Condition()
-
-    async def publish(
-        self,
-        subject: str,
-        events: Sequence[Event],
-        *,
-        msg_id: str,
-        context: Context | None = None,
-        on_duplicate: OnDuplicate = OnDuplicate.DROP,
-    ) -> int:
-        return await self.publish_raw(
-            subject, encode_envelope(events), msg_id=msg_id, context=context, on_duplicate=on_duplicate
-        )
 
     async def publish_raw(
         self,

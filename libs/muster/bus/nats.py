@@ -20,8 +20,15 @@ from opentelemetry.context import Context
 
 from muster import telemetry
 from muster.bus.admission import Refused, admit
-from muster.bus.base import MAX_ENVELOPE_BYTES, Delivery, Handler, OnDuplicate, check_duplicate
-from muster.events import DeadLettered, Event, encode_envelope
+from muster.bus.base import (
+    MAX_ENVELOPE_BYTES,
+    Delivery,
+    EnvelopePublisher,
+    Handler,
+    OnDuplicate,
+    check_duplicate,
+)
+from muster.events import DeadLettered
 from muster.runtime.security import NatsCredentials, nats_connect_options, nats_credentials
 from muster.subjects import Subjects, subject_matches
 
@@ -139,7 +146,7 @@ class _Letterbox:
         self.waiting.clear()
 
 
-class NatsBus:
+class NatsBus(EnvelopePublisher):
     """Publishes envelopes with deterministic message ids and consumes them durably."""
 
     def __init__(self, nc: nats.NATS, subjects: Subjects, *, service: str = "muster"):
@@ -229,19 +236,6 @@ class NatsBus:
         version = (self.nc._server_info or {}).get("version", "0.0.0")
         major, minor = (int(part) for part in version.split(".")[:2])
         return major, minor
-
-    async def publish(
-        self,
-        subject: str,
-        events: Sequence[Event],
-        *,
-        msg_id: str,
-        context: Context | None = None,
-        on_duplicate: OnDuplicate = OnDuplicate.DROP,
-    ) -> int:
-        return await self.publish_raw(
-            subject, encode_envelope(events), msg_id=msg_id, context=context, on_duplicate=on_duplicate
-        )
 
     async def publish_raw(
         self,
