@@ -20,6 +20,7 @@ start: a snapshot only ever saves time.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
@@ -31,6 +32,9 @@ from pathlib import Path
 import msgspec
 
 log = logging.getLogger(__name__)
+
+LIST_PATIENCE = 15.0
+"""Seconds a listing of snapshots keeps asking a server that does not answer (one restarting)."""
 
 
 class SnapshotMeta(msgspec.Struct, frozen=True, kw_only=True):
@@ -231,10 +235,23 @@ class ObjectStoreSnapshots:
         """Snapshots of ``fold`` (every fold's, without one)."""
         from nats.js.errors import NotFoundError
 
-        try:
-            infos = await self.store.list(ignore_deletes=True)
-        except NotFoundError:
-            return []
+        from muster.bus.nats import UNANSWERED
+
+        # A service lists its snapshots as it starts, which may be while the server restarts
+        # (a supervisor restarts both at once): asked again, it answers.
+        deadline, delay = time.monotonic() + LIST_PATIENCE, 0.1
+        while True:
+            try:
+                infos = await self.store.list(ignore_deletes=True)
+                break
+            except NotFoundError:
+                return []
+            except UNANSWERED:
+                if time.monotonic() + delay > deadline:
+                    raise
+                log.warning("listing snapshots: the server does not answer; asking again")
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
         out = []
         prefix = f"{fold}/" if fold else ""
         for info in infos:
