@@ -26,8 +26,8 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from muster.bus.nats import UNANSWERED
 from muster.fencing import next_epoch
+from muster.unanswered import UNANSWERED
 
 
 class LeaseRecord(msgspec.Struct, frozen=True):

@@ -22,7 +22,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import NoRespondersError
 
-from muster.bus.nats import UNANSWERED
+from muster.unanswered import UNANSWERED
 
 
 async def answer_probes(nc: Client, subject: str) -> Subscription:

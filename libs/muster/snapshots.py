@@ -235,7 +235,7 @@ class ObjectStoreSnapshots:
         """Snapshots of ``fold`` (every fold's, without one)."""
         from nats.js.errors import NotFoundError
 
-        from muster.bus.nats import UNANSWERED
+        from muster.unanswered import UNANSWERED
 
         # A service lists its snapshots as it starts, which may be while the server restarts
         # (a supervisor restarts both at once): asked again, it answers.

@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import nats
-from nats.errors import NoRespondersError, NotJSMessageError
+from nats.errors import NotJSMessageError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import api
-from nats.js.errors import BadRequestError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
+from nats.js.errors import BadRequestError, NotFoundError
 from opentelemetry.context import Context
 
 from muster import telemetry
@@ -31,6 +31,7 @@ from muster.bus.base import (
 from muster.events import DeadLettered
 from muster.runtime.security import NatsCredentials, nats_connect_options, nats_credentials
 from muster.subjects import Subjects, subject_matches
+from muster.unanswered import UNANSWERED
 
 __all__ = ["NatsBus", "NatsLoginRefused", "subject_matches"]
 
@@ -44,14 +45,6 @@ _MULTI_FILTER_VERSION = (2, 10)
 # Seconds between an ordered consumer's idle heartbeats; two missed ones (a server restart dropped
 # the consumer) make the client re-create it where it was.
 ORDERED_HEARTBEAT = 1.0
-# What a request to a server that is restarting (or not back yet) ends with: worth asking again.
-UNANSWERED = (
-    TimeoutError,
-    NatsTimeoutError,
-    NoRespondersError,
-    NoStreamResponseError,
-    ServiceUnavailableError,
-)
 # A dead letter keeps at most this much of the message, so that the letter itself fits in one message.
 MAX_LETTER_DATA = MAX_ENVELOPE_BYTES // 2
 MAX_LETTER_ERROR = 4096
