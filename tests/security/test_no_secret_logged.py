@@ -131,3 +131,28 @@ def test_muster_up_shows_addresses_without_logins(live):
 def test_client_logins_are_removed_when_the_system_stops(live):
     home, _, _ = live
     assert sorted(p.name for p in (home / "secrets").iterdir()) == ["secrets.json"]
+
+
+def test_a_sigterm_while_up_is_starting_stops_it_cleanly_and_takes_the_logins_away(tmp_path):
+    home = tmp_path / "home"
+    up = subprocess.Popen(
+        [sys.executable, "-m", "muster.cli.main", "up"],
+        env=cli_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        # The logins are written before the services start and long before `up` says it is up.
+        wait_for(
+            lambda: (home / "secrets" / "client.json").exists() or up.poll() is not None, "client logins"
+        )
+        up.send_signal(signal.SIGTERM)
+        output, _ = up.communicate(timeout=60)
+    finally:
+        if up.poll() is None:
+            up.kill()
+    assert up.returncode == 0, output
+    assert "muster stopped." in output
+    assert sorted(p.name for p in (home / "secrets").iterdir()) == ["secrets.json"]
+    assert not (home / "endpoints.json").exists()

@@ -30,11 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 @contextlib.contextmanager
 def own_system(settings: Settings, **options) -> Iterator[System]:
-    """``running_system``, or exit 2 naming the home and its holder when another system runs there."""
-    from muster.runtime.home_lock import HomeLocked
-    from muster.runtime.system import running_system
+    """``running_system``, or exit 2 naming the home and its holder when another system runs there.
 
-    with contextlib.ExitStack() as stack:
+    SIGTERM at any point, start-up included, stops it as Ctrl-C does (``StopRequested``)."""
+    from muster.runtime.home_lock import HomeLocked
+    from muster.runtime.system import running_system, sigterm_stops
+
+    with sigterm_stops(), contextlib.ExitStack() as stack:
         try:
             system = stack.enter_context(running_system(settings, **options))
         except HomeLocked as exc:
@@ -56,11 +58,12 @@ def wait_for_dashboard(home: Path, timeout: float = 10.0) -> str | None:
 
 def _run(args: argparse.Namespace) -> int:
     from muster.runtime.settings import Settings
-    from muster.runtime.system import wait_until_interrupted
+    from muster.runtime.system import StopRequested, wait_until_interrupted
 
     settings = Settings.from_env()
     env = {"MUSTER_TRACE_CONSOLE": "1"} if args.trace_console else {}
-    with own_system(settings, service_env=env) as system:
+    # A supervisor's SIGTERM is how `up` is meant to end, even before it has said it is up.
+    with contextlib.suppress(StopRequested), own_system(settings, service_env=env) as system:
         ep = system.endpoints
         print(f"muster is up (home {settings.home})")
         print(f"  nats      {ep.nats_url}")

@@ -297,25 +297,28 @@ def _system(
                 writer_password=writer_password,
             )
         )
-        if plan.secrets is not None:
-            reader = None
-            if logins.pg_dsn:
-                parts = urlsplit(endpoints.pg_dsn)
-                reader = security.pgpass_line(
-                    parts.hostname or "", parts.port or 5432, parts.path.lstrip("/") or "postgres",
-                    security.PG_READER, logins.pg_password[security.PG_READER],
-                )  # fmt: skip
-            ca = plan.nats_auth.tls.ca if plan.nats_auth and plan.nats_auth.tls else None
-            passwords = plan.nats_auth.passwords if plan.nats_auth else {}
-            security.write_client_files(settings.home, nats_url, ca, passwords, pg_reader=reader)
-            for tenant in plan.nats_auth.tenants if plan.nats_auth else ():
-                tenants.write_login(settings.home, tenant, nats_url, str(ca) if ca else None)
-        if nats_logins:
-            security.remember_started(nats_url, {u: nats_logins[u] for u in security.CLIENT_USERS})
-        write_endpoints(settings.home, endpoints)
         system = System(settings, endpoints, service_env=dict(service_env or {}), logins=logins)
-        passfile_set = _use_passfile(settings.home) if logins.pg_dsn else False
+        passfile_set = False
+        # From the first login written on, whatever stops the system (a SIGTERM in start-up included)
+        # takes the logins away with it.
         try:
+            if plan.secrets is not None:
+                reader = None
+                if logins.pg_dsn:
+                    parts = urlsplit(endpoints.pg_dsn)
+                    reader = security.pgpass_line(
+                        parts.hostname or "", parts.port or 5432, parts.path.lstrip("/") or "postgres",
+                        security.PG_READER, logins.pg_password[security.PG_READER],
+                    )  # fmt: skip
+                ca = plan.nats_auth.tls.ca if plan.nats_auth and plan.nats_auth.tls else None
+                passwords = plan.nats_auth.passwords if plan.nats_auth else {}
+                security.write_client_files(settings.home, nats_url, ca, passwords, pg_reader=reader)
+                for tenant in plan.nats_auth.tenants if plan.nats_auth else ():
+                    tenants.write_login(settings.home, tenant, nats_url, str(ca) if ca else None)
+            if nats_logins:
+                security.remember_started(nats_url, {u: nats_logins[u] for u in security.CLIENT_USERS})
+            write_endpoints(settings.home, endpoints)
+            passfile_set = _use_passfile(settings.home) if logins.pg_dsn else False
             for name in services:
                 system.start_service(name)
             yield system
@@ -335,6 +338,25 @@ def _use_passfile(home: Path) -> bool:
         return False
     os.environ["PGPASSFILE"] = str(home / security.SECRETS_DIR / security.PGPASS_FILE)
     return True
+
+
+class StopRequested(KeyboardInterrupt):
+    """SIGTERM, raised where the process is: it stops as Ctrl-C stops it, every cleanup run."""
+
+
+@contextlib.contextmanager
+def sigterm_stops() -> Iterator[None]:
+    """Within: SIGTERM raises ``StopRequested``. Its default ends the process on the spot, skipping
+    every ``finally`` (logins left in the home, servers left to die with their parent)."""
+
+    def _raise(*_):
+        raise StopRequested()
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float = MAX_DELAY) -> None:
