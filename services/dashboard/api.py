@@ -41,16 +41,32 @@ class BadParam(Exception):
         self.field, self.error, self.status = field, error, status
 
 
-def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+def _number_param(request: Request, name: str, default, low, high, parse=int, kind: str = "a whole number"):
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise BadParam(f"query.{name}", f"must be a whole number, got {raw!r}") from None
+        raise BadParam(f"query.{name}", f"must be {kind}, got {raw!r}") from None
     if not low <= value <= high:
         raise BadParam(f"query.{name}", f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    return _number_param(request, name, default, low, high)
+
+
+def _float_param(request: Request, name: str, default: float, low: float, high: float) -> float:
+    # nan and inf parse as floats but are no number of hours.
+    return _number_param(request, name, default, low, high, parse=_finite, kind="a number")
+
+
+def _finite(raw: str) -> float:
+    value = float(raw)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(raw)
     return value
 
 
@@ -108,6 +124,10 @@ def create_app(pool: asyncpg.Pool) -> Starlette:
         after = _int_param(request, "after", 0, 0, 2**62)
         return JSON({"decisions": await queries.activity(pool, limit=limit, after=after)})
 
+    async def history(request: Request) -> Response:
+        hours = _float_param(request, "hours", 3.0, 0.25, 48.0)
+        return JSON(await queries.history(pool, hours=hours))
+
     async def bad_param(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BadParam)
         return JSON({"error": exc.error, "field": exc.field}, exc.status)
@@ -125,6 +145,7 @@ def create_app(pool: asyncpg.Pool) -> Starlette:
         Route("/api/jobs/{name}/why", job_why),
         Route("/api/nodes", node_list),
         Route("/api/activity", activity),
+        Route("/api/history", history),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     return Starlette(

