@@ -28,13 +28,13 @@ PLOT_FROM, PLOT_TO = 75, 130
 
 
 def _policy_names() -> list[str]:
-    from muster.kernels.policies import POLICIES
+    from muster.kernels.policy_registry import POLICIES
 
     return list(POLICIES)
 
 
 def _default_policy() -> str:
-    from muster.kernels.policies import DEFAULT_POLICY
+    from muster.kernels.policy_registry import DEFAULT_POLICY
 
     return DEFAULT_POLICY
 

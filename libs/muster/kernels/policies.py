@@ -52,36 +52,22 @@ from typing import NamedTuple
 import numpy as np
 
 from muster.kernels.jit import njit
+from muster.kernels.policy_registry import (  # noqa: F401  (re-exported: callers name them here)
+    BESTFIT,
+    BINPACK,
+    DEFAULT_POLICY,
+    FGD,
+    FGD_PACK,
+    PACKING,
+    POLICIES,
+    RANDOM,
+    SPREAD,
+    Policy,
+)
 
 MILLI = 1000
 ANY_MODEL = np.int64(-1)  # bitmask accepting every GPU model
 MAX_MODELS = 63
-
-RANDOM, BESTFIT, PACKING, BINPACK, SPREAD, FGD, FGD_PACK = range(7)
-
-
-class Policy(NamedTuple):
-    """A registered placement policy."""
-
-    name: str
-    code: int
-    needs_shapes: bool
-    summary: str
-
-
-POLICIES: dict[str, Policy] = {
-    p.name: p
-    for p in (
-        Policy("random", RANDOM, False, "random feasible node, random fitting device"),
-        Policy("bestfit", BESTFIT, False, "least leftover CPU+GPU (FGD paper baseline)"),
-        Policy("packing", PACKING, False, "shared GPU, then used node, then small empty node"),
-        Policy("binpack", BINPACK, False, "KAI binpack: fewest idle GPUs, most used device"),
-        Policy("spread", SPREAD, False, "KAI spread: most idle fraction, idle device first"),
-        Policy("fgd", FGD, True, "fragmentation gradient descent (Weng et al., ATC'23)"),
-        Policy("fgd-pack", FGD_PACK, True, "ours: stranded + FGD measure, scarce-model cost"),
-    )
-}
-DEFAULT_POLICY = "fgd-pack"
 
 # fgd-pack's knobs: [0] bucket width of the increase in milli (0: FGD's
 # whole-number sigmoid score instead); tie-break weights [1] per idle GPU

@@ -76,9 +76,14 @@ def test_a_commands_help_loads_only_that_command_and_nothing_heavy(command):
     ]
 
 
-def test_a_benchmarks_help_leaves_the_placement_kernels_alone_until_openb_is_asked_for():
+def test_a_benchmarks_help_leaves_the_placement_kernels_alone_even_where_it_lists_the_policies():
     assert heavy_in(loaded_by("bench", "--help")) == []
-    assert "numba" in loaded_by("bench", "openb", "--help")
+    assert heavy_in(loaded_by("bench", "openb", "--help")) == []
+
+
+def test_writing_the_completion_script_loads_nothing_heavy():
+    # It walks every command's parser, the openb policy names included.
+    assert heavy_in(loaded_by("completion", "bash")) == []
 
 
 def test_the_help_of_a_nested_verb_loads_nothing_heavy():
