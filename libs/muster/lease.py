@@ -27,6 +27,7 @@ from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSe
 from nats.js.kv import KeyValue
 
 from muster.fencing import next_epoch
+from muster.stream_replicas import stream_replicas
 from muster.unanswered import UNANSWERED
 
 
@@ -49,7 +50,9 @@ async def lease_bucket(js: JetStreamContext, stream: str) -> KeyValue:
     try:
         return await js.key_value(name)
     except BucketNotFoundError:
-        return await js.create_key_value(api.KeyValueConfig(bucket=name, history=1))
+        return await js.create_key_value(
+            api.KeyValueConfig(bucket=name, history=1, replicas=stream_replicas())
+        )
 
 
 class Lease:

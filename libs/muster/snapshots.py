@@ -31,6 +31,8 @@ from pathlib import Path
 
 import msgspec
 
+from muster.stream_replicas import stream_replicas
+
 log = logging.getLogger(__name__)
 
 LIST_PATIENCE = 15.0
@@ -221,7 +223,10 @@ class ObjectStoreSnapshots:
             return cls(await js.object_store(name))
         except (BucketNotFoundError, NotFoundError):
             return cls(
-                await js.create_object_store(name, config=api.ObjectStoreConfig(storage=api.StorageType.FILE))
+                await js.create_object_store(
+                    name,
+                    config=api.ObjectStoreConfig(storage=api.StorageType.FILE, replicas=stream_replicas()),
+                )
             )
 
     async def put(self, meta: SnapshotMeta, data: bytes) -> None:

@@ -347,6 +347,14 @@ def test_nats_is_a_three_server_jetstream_cluster_on_volumes(objects):
     assert store_dir.startswith(mount["mountPath"] + "/")
 
 
+def test_every_service_keeps_the_log_and_its_buckets_on_every_nats_server(objects):
+    servers = named(objects, "StatefulSet", "nats")["spec"]["replicas"]
+    for deployment in muster_deployments(objects):
+        assert env_of(objects, deployment).get("MUSTER_STREAM_REPLICAS") == str(servers), module_of(
+            deployment
+        )
+
+
 def test_nats_routes_name_every_server_through_the_headless_service(objects):
     nats = named(objects, "StatefulSet", "nats")
     headless = named(objects, "Service", nats["spec"]["serviceName"])

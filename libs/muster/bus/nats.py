@@ -30,6 +30,8 @@ from muster.bus.base import (
 )
 from muster.events import DeadLettered
 from muster.runtime.security import NatsCredentials, nats_connect_options, nats_credentials
+from muster.stream_replicas import ENV as REPLICAS_ENV
+from muster.stream_replicas import stream_replicas
 from muster.subjects import Subjects, subject_matches
 from muster.unanswered import UNANSWERED
 
@@ -180,7 +182,8 @@ class NatsBus(EnvelopePublisher):
         # Retrying forever suits a server that is not up yet, not one that refuses our login.
         connecting = asyncio.ensure_future(
             nats.connect(
-                url,
+                # Every server of a cluster, so a client started while one is down reaches another.
+                [u.strip() for u in url.split(",") if u.strip()],
                 name=service,
                 max_reconnect_attempts=-1,
                 reconnect_time_wait=0.5,
@@ -218,12 +221,20 @@ class NatsBus(EnvelopePublisher):
             storage=api.StorageType.FILE,
             retention=api.RetentionPolicy.LIMITS,
             duplicate_window=120.0,
+            num_replicas=stream_replicas(),
         )
         try:
-            await self.js.stream_info(self.subjects.stream)
+            info = await self.js.stream_info(self.subjects.stream)
         except NotFoundError:
             with contextlib.suppress(BadRequestError):
                 await self.js.add_stream(config)
+            return
+        if (info.config.num_replicas or 1) < config.num_replicas:
+            log.warning(
+                "%s: stream %s keeps %d replicas, fewer than %s=%d asks for; an operator raises it"
+                " (nats stream edit %s --replicas %d)", self.service, config.name, info.config.num_replicas or 1,
+                REPLICAS_ENV, config.num_replicas, config.name, config.num_replicas,
+            )  # fmt: skip
 
     def _server_version(self) -> tuple[int, int]:
         version = (self.nc._server_info or {}).get("version", "0.0.0")

@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -36,12 +37,14 @@ from muster.chaos.checks import check_log
 from muster.chaos.faults import KILL, KINDS, NATS_RESTART, PG_OUTAGE, Fault, plan_faults
 from muster.chaos.workload import fleet, jobs, queues
 from muster.replay import LoggedMessage, log_from_nats, replay, save_log
-from muster.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from muster.runtime.embedded import EmbeddedNats, EmbeddedNatsCluster, EmbeddedPostgres
 from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import System, running_system
 from muster.sdk import Client
 from muster.store import create_pool, schema_for
 from muster.store.sink import PostgresSink
+from muster.stream_replicas import ENV as REPLICAS_ENV
+from muster.stream_replicas import MAX as MAX_REPLICAS
 
 SERVICES = ("projector", "queue_controller", "podgrouper", "allocator", "binder")
 SERVICE_ENV = {"MUSTER_CYCLE_INTERVAL": "0.02", "MUSTER_LEASE_TTL": "2"}
@@ -64,6 +67,9 @@ class ChaosOptions:
     nats_restarts: int = 1
     faults: tuple[str, ...] = KINDS
     home: Path | None = None
+    nats_servers: int = 1
+    """Above 1: a JetStream cluster of that many servers, every stream and bucket replicated on each, and
+    a NATS fault crashes one member (SIGKILL) in turn instead of restarting the only server."""
 
 
 @dataclass
@@ -112,7 +118,13 @@ async def _retry(what: Callable, say, tally: _Tally | None = None, attempts: int
 
 
 async def _run_faults(
-    plan: list[Fault], system: System, nats: EmbeddedNats, pg: EmbeddedPostgres, t0: float, tally: _Tally, say
+    plan: list[Fault],
+    system: System,
+    nats: EmbeddedNats | EmbeddedNatsCluster,
+    pg: EmbeddedPostgres,
+    t0: float,
+    tally: _Tally,
+    say,
 ) -> None:
     for fault in plan:
         await asyncio.sleep(max(0.0, t0 + fault.at - time.monotonic()))
@@ -123,6 +135,13 @@ async def _run_faults(
             await asyncio.sleep(fault.down)
             system.start_service(fault.target)
             tally.restarts += 1
+        elif fault.kind == NATS_RESTART and isinstance(nats, EmbeddedNatsCluster):
+            member = nats.members[tally.nats_restarts % len(nats.members)]
+            say(f"  crashing NATS server {member.url}")
+            await asyncio.to_thread(member.kill)
+            await asyncio.sleep(fault.down)
+            await asyncio.to_thread(member.start)
+            tally.nats_restarts += 1
         elif fault.kind == NATS_RESTART:
             await asyncio.to_thread(nats.stop)
             await asyncio.sleep(fault.down)
@@ -322,7 +341,7 @@ async def _fresh_projection_differences(endpoints: Endpoints, log: list[LoggedMe
 
 
 async def _drive(
-    options: ChaosOptions, system: System, nats: EmbeddedNats, pg: EmbeddedPostgres, say
+    options: ChaosOptions, system: System, nats: EmbeddedNats | EmbeddedNatsCluster, pg: EmbeddedPostgres, say
 ) -> ChaosResult:
     endpoints = system.endpoints
     tally = _Tally()
@@ -340,6 +359,9 @@ async def _drive(
     )
     result.faults = [f.describe() for f in plan]
     client = await Client.connect(endpoints)
+    # What the run's claims rest on: the log kept on as many servers as asked for.
+    stream = await client.bus.js.stream_info(endpoints.subjects.stream)
+    replicas = stream.config.num_replicas or 1
     stop_watch = asyncio.Event()
     watcher = asyncio.create_task(_watch(system, tally, stop_watch, say))
     try:
@@ -391,6 +413,7 @@ async def _drive(
             else f"replay: {replayed.divergences} divergent cycles"
         )
     result.counts = {
+        "stream replicas": replicas,
         "kills": tally.kills,
         "restarts": tally.restarts + tally.nats_restarts + tally.pg_outages,
         "nats restarts": tally.nats_restarts,
@@ -410,19 +433,41 @@ async def _drive(
     return result
 
 
+@contextlib.contextmanager
+def _environment(name: str, value: str):
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 def run_chaos(options: ChaosOptions, *, verbose: bool = True) -> ChaosResult:
     """One whole fault-suite run on servers and a home of its own."""
     say = _say(verbose)
     with contextlib.ExitStack() as stack:
         home = options.home or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="muster-chaos-")))
-        nats = EmbeddedNats(home / "nats-server").start()
+        service_env = dict(SERVICE_ENV)
+        if options.nats_servers > 1:
+            nats = EmbeddedNatsCluster(home / "nats-cluster", size=options.nats_servers).start()
+            # This process makes the stream (as the system starts) and the services their buckets: all
+            # of them on every server.
+            replicas = str(min(options.nats_servers, MAX_REPLICAS))
+            stack.enter_context(_environment(REPLICAS_ENV, replicas))
+            service_env[REPLICAS_ENV] = replicas
+        else:
+            nats = EmbeddedNats(home / "nats-server").start()
         stack.callback(lambda: nats.stop())
         pg = EmbeddedPostgres(home / "postgres").start()
         stack.callback(lambda: pg.stop())
         settings = Settings(
             home=home / "system", nats_url=nats.url, pg_dsn=pg.dsn, prefix=f"chaos{uuid.uuid4().hex[:8]}"
         )
-        with running_system(settings, services=SERVICES, service_env=SERVICE_ENV) as system:
+        with running_system(settings, services=SERVICES, service_env=service_env) as system:
             say(f"system up: NATS {nats.url}, Postgres {pg.dsn}, logs in {settings.home / 'logs'}")
             return asyncio.run(_drive(options, system, nats, pg, say))
 
@@ -460,6 +505,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(KINDS),
         help="which kinds of fault to inject, comma-separated (default %(default)s)",
     )
+    p.add_argument(
+        "--nats-servers",
+        type=int,
+        default=d.nats_servers,
+        help="above 1: a JetStream cluster of that many servers, streams replicated on each, and each NATS"
+        " fault crashes one member (default %(default)s)",
+    )
     p.add_argument("--home", type=Path, default=None, help="keep logs and data here (default: a temp folder)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress on standard error")
@@ -468,7 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for name in ("jobs", "nodes", "nats_restarts"):
+    for name in ("jobs", "nodes", "nats_restarts", "nats_servers"):
         if getattr(args, name) < 1:
             print(f"--{name.replace('_', '-')}: must be at least 1", file=sys.stderr)
             return 2
@@ -486,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
         nats_restarts=args.nats_restarts,
         faults=tuple(k for k in args.faults.split(",") if k),
         home=args.home,
+        nats_servers=args.nats_servers,
     )
     result = run_chaos(options, verbose=not args.quiet)
     if args.json:

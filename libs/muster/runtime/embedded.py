@@ -113,6 +113,10 @@ class EmbeddedNats:
     port: int = 0
     proc: subprocess.Popen | None = None
     auth: NatsAuth | None = field(default=None, repr=False)
+    cluster_port: int = 0
+    """With ``routes``: the port this server listens on for its cluster's routes."""
+    routes: tuple[str, ...] = ()
+    """The cluster's route URLs (``EmbeddedNatsCluster``); empty for a single server."""
 
     @property
     def url(self) -> str:
@@ -164,6 +168,12 @@ class EmbeddedNats:
                 "-n", f"muster-{self.port}",
                 "-l", str(log),
             ]  # fmt: skip
+            if self.routes:
+                args += [
+                    "--cluster_name", "muster",
+                    "--cluster", f"nats://{self.host}:{self.cluster_port}",
+                    "--routes", ",".join(self.routes),
+                ]  # fmt: skip
         self.proc = subprocess.Popen(
             args,
             stdin=subprocess.DEVNULL,
@@ -179,6 +189,47 @@ class EmbeddedNats:
             _stop(self.proc, signal.SIGTERM)
             self.proc = None
         (self.home / NATS_STATE_FILE).unlink(missing_ok=True)
+
+    def kill(self) -> None:
+        """Crash it (SIGKILL): nothing flushed, no goodbye to its routes or clients."""
+        if self.proc is not None:
+            _stop(self.proc, signal.SIGKILL)
+            self.proc = None
+
+
+@dataclass
+class EmbeddedNatsCluster:
+    """``size`` JetStream servers on loopback routed into one cluster, each with its own store.
+
+    ``url`` names every member, comma-separated, so a client started while one is down still connects.
+    Streams need ``MUSTER_STREAM_REPLICAS`` (up to ``size``) to survive the loss of a member.
+    """
+
+    home: Path
+    size: int = 3
+    host: str = "127.0.0.1"
+    members: list[EmbeddedNats] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return ",".join(m.url for m in self.members)
+
+    def start(self, timeout: float = 20.0) -> EmbeddedNatsCluster:
+        if not self.members:
+            ports = [(free_port(self.host), free_port(self.host)) for _ in range(self.size)]
+            routes = tuple(f"nats://{self.host}:{cluster}" for _, cluster in ports)
+            self.members = [
+                EmbeddedNats(self.home / f"server-{i}", self.host, port, cluster_port=cluster, routes=routes)
+                for i, (port, cluster) in enumerate(ports)
+            ]
+        for member in self.members:
+            if member.proc is None:
+                member.start(timeout)
+        return self
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
 
 
 def _ensure_system_user(name: str) -> pwd.struct_passwd:
