@@ -75,7 +75,9 @@ def tolerations(raw: Any, path: str) -> list[Toleration]:
 def _toleration(raw: Any, path: str) -> Toleration:
     item = _map(raw, path, ("key", "operator", "value", "effect", "tolerationSeconds"))
     key, value = _str(item, "key", path), _str(item, "value", path)
-    operator = _one_of(_str(item, "operator", path, "Equal"), join(path, "operator"), pp.TOLERATION_OPERATORS)
+    # Kubernetes reads an empty operator as Equal.
+    operator = _str(item, "operator", path) or "Equal"
+    _one_of(operator, join(path, "operator"), pp.TOLERATION_OPERATORS)
     effect = _str(item, "effect", path)
     if effect:
         _one_of(effect, join(path, "effect"), pp.TAINT_EFFECTS)

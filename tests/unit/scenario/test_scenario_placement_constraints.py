@@ -78,3 +78,9 @@ def test_an_in_requirement_without_values_names_the_field():
     assert error_of(scenario(pod={"affinity": affinity})).path == (
         f"jobs[0].pods[0].affinity.nodeAffinity.{REQUIRED}.nodeSelectorTerms[0].matchExpressions[0].values"
     )
+
+
+def test_an_empty_toleration_operator_reads_as_equal():
+    data = scenario(pod={"tolerations": [{"key": "gpu", "operator": "", "value": "x"}]})
+    (group,) = [e for e in events_of(data) if isinstance(e, ev.PodGroupCreated)]
+    assert group.pods[0].tolerations == [ev.Toleration(key="gpu", operator="Equal", value="x")]
