@@ -195,3 +195,14 @@ def test_a_job_whose_affinity_no_node_meets_waits_and_says_so():
     assert out.reasons["j"] == (
         "pod does not fit: no schedulable node in pool default matches its required node affinity"
     )
+
+
+def test_jobs_alike_but_for_their_tolerations_do_not_share_a_failed_shape():
+    out = allocator(
+        gpu_nodes(1, gpus=4, taints=[RESERVED]),
+        queue("team", gpu_quota=8),
+        gang_job("team", 1, name="a-plain"),
+        gang_job("team", 1, name="b-tolerating", submitted_at=1, tolerations=[tol(operator="Exists")]),
+    ).cycle(0.0, cycle=1)
+    assert binds(out) == {("b-tolerating", 0, "node-0")}
+    assert "gpu=reserved:NoSchedule" in out.reasons["a-plain"]
