@@ -86,3 +86,21 @@ def affinity_matches(terms: Sequence[NodeSelectorTerm], name: str, labels: Mappi
 def describe_taint(taint: Taint) -> str:
     """A taint as kubectl writes it: ``key=value:Effect`` (``key:Effect`` without a value)."""
     return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else f"{taint.key}:{taint.effect}"
+
+
+def describe_toleration(toleration: Toleration) -> str:
+    """A toleration in a taint's words: ``key=value:Effect``, ``key=*`` (Exists: any value), ``*`` (every taint)."""
+    what = toleration.key or "*"
+    if toleration.key and toleration.operator != "Exists":
+        what = f"{what}={toleration.value}"
+    elif toleration.key:
+        what = f"{what}=*"
+    return f"{what}:{toleration.effect}" if toleration.effect else what
+
+
+def describe_term(term: NodeSelectorTerm) -> str:
+    """One node selector term, its requirements joined by ``and``: ``zone In (a, b) and gpus Gt 4``."""
+    reqs = [*term.match_expressions, *term.match_fields]
+    return " and ".join(
+        f"{r.key} {r.operator}" + (f" ({', '.join(r.values)})" if r.values else "") for r in reqs
+    )
