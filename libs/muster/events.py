@@ -94,6 +94,51 @@ class Resources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """Extended resources such as ``rdma/ib``, as whole counts."""
 
 
+# Kubernetes' own spelling (core/v1), so a manifest's constraints read the same in an event. Tuples, not
+# lists: the allocator keys a pod's eligible nodes by them, so they must hash.
+
+
+class Toleration(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """core/v1 Toleration: which taints a pod accepts (``muster.placement_predicates``)."""
+
+    key: str = ""
+    """Empty with operator Exists: every taint."""
+    operator: str = "Equal"
+    """Equal | Exists."""
+    value: str = ""
+    effect: str = ""
+    """NoSchedule | PreferNoSchedule | NoExecute; empty: every effect."""
+    toleration_seconds: int | None = None
+    """How long a NoExecute taint is tolerated once added; placement does not read it."""
+
+
+class Taint(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """core/v1 Taint: a node repels pods that do not tolerate it (NoSchedule, NoExecute)."""
+
+    key: str
+    value: str = ""
+    effect: str
+    """NoSchedule | PreferNoSchedule | NoExecute."""
+
+
+class NodeSelectorRequirement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """core/v1 NodeSelectorRequirement: one condition on a node label (or a node field)."""
+
+    key: str
+    operator: str
+    """In | NotIn | Exists | DoesNotExist | Gt | Lt."""
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """core/v1 NodeSelectorTerm: every requirement holds (an empty term matches no node)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    """On node labels."""
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+    """On node fields: ``metadata.name`` only."""
+
+
 class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``count`` identical pods of one role in a gang."""
 
@@ -113,6 +158,11 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     """Working directory of the command (None: the agent's)."""
     grace_period: float | None = None
     """Seconds between SIGTERM and SIGKILL on eviction (None: the agent's default)."""
+    tolerations: list[Toleration] = []
+    """Taints these pods accept; a node's NoSchedule and NoExecute taints must each be tolerated."""
+    node_affinity: list[NodeSelectorTerm] = []
+    """Required node affinity (``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``):
+    a node must match one term. Empty: no requirement."""
 
 
 class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -180,6 +230,8 @@ class NodeSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     Empty, as on every node registered before nodes said so: what its backend runs, commands on a
     ``muster agent`` node and simulated pods on any other. An old job may use any node whatever this
     says, so an old log replays to the same decisions."""
+    taints: list[Taint] = []
+    """Pods that do not tolerate one of its NoSchedule or NoExecute taints are not placed here."""
 
 
 # -- events ------------------------------------------------------------------

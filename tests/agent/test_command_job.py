@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from muster.events import Toleration
 from muster.grouping.command_job import manifest
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
@@ -27,6 +28,11 @@ def test_a_command_becomes_one_gang_of_count_pods_carrying_the_command():
     )
 
 
+def test_a_command_may_tolerate_the_taints_of_an_agent_node():
+    (pg,) = group(tolerations=[{"key": "gpu", "operator": "Exists"}])
+    assert pg.pods[0].tolerations == [Toleration(key="gpu", operator="Exists")]
+
+
 def test_the_gang_is_every_process_unless_min_says_otherwise():
     (pg,) = group(count=3)
     assert pg.min_available == 3
@@ -42,6 +48,8 @@ def test_the_gang_is_every_process_unless_min_says_otherwise():
         ({"memory": "lots"}, "spec.memory"),
         ({"colour": "red"}, "spec.colour"),
         ({"grace_period": -1}, "spec.grace_period"),
+        ({"tolerations": [{"key": "gpu", "effect": "Later"}]}, "spec.tolerations[0].effect"),
+        ({"affinity": {"podAffinity": {"x": 1}}}, "spec.affinity.podAffinity"),
     ],
 )
 def test_a_bad_field_is_named(spec, path):

@@ -63,14 +63,18 @@ def node_spec(
     cpu: int | None = None,
     memory: int | None = None,
     address: str | None = None,
+    taints: list[ev.Taint] | None = None,
 ) -> ev.NodeSpec:
     """The node an agent registers: its resources, its labels, the label that marks it an agent's, and
     what it runs.
 
-    Raises ``ValueError`` naming ``--node``, ``--pool`` or ``--label`` for a name Kubernetes would refuse."""
+    Raises ``ValueError`` naming ``--node``, ``--pool``, ``--label`` or ``--taint`` for a name Kubernetes
+    would refuse."""
     refusals = [("--node", NODE.refusal(name)), ("--pool", POOL.refusal(pool))]
     for key, value in labels.items():
         refusals += [("--label", label_key_refusal(key)), ("--label", LABEL_VALUE.refusal(value))]
+    for taint in taints or ():
+        refusals += [("--taint", label_key_refusal(taint.key)), ("--taint", LABEL_VALUE.refusal(taint.value))]
     for flag, why in refusals:
         if why is not None:
             raise ValueError(f"{flag}: {why}")
@@ -86,4 +90,5 @@ def node_spec(
         ),
         gpu_model=gpus.model,
         runtimes=list(AGENT_RUNTIMES),
+        taints=list(taints or []),
     )

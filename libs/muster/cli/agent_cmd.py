@@ -11,6 +11,8 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from muster import events as ev
+from muster import pod_constraints
 from muster.agent.sandbox import DEFAULT_USER
 from muster.cli.common import fail
 from muster.quantity import byte_count, cpu_millis
@@ -38,6 +40,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pool", default="default", help="node pool (default: default)")
     p.add_argument(
         "--label", action="append", default=[], metavar="KEY=VALUE", help="node label (repeatable)"
+    )
+    p.add_argument(
+        "--taint",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]:EFFECT",
+        help="node taint, as kubectl writes it (effect NoSchedule, PreferNoSchedule or NoExecute; repeatable): "
+        "only pods that tolerate it are placed here",
     )
     p.add_argument("--gpus", type=int, help="number of GPUs, instead of asking NVML")
     p.add_argument("--gpu-memory", default="0", help="memory per GPU with --gpus, e.g. 80Gi")
@@ -75,6 +85,21 @@ def parse_labels(items: list[str]) -> dict[str, str]:
             fail(f"--label: expected KEY=VALUE, got {item!r}")
         labels[key] = value
     return labels
+
+
+def parse_taints(items: list[str]) -> list[ev.Taint]:
+    """``--taint`` values (``key=value:Effect`` or ``key:Effect``) as taints, checked as a node's are."""
+    taints = []
+    for item in items:
+        rest, sep, effect = item.rpartition(":")
+        key, _, value = rest.partition("=")
+        if not sep or not key:
+            fail(f"--taint: expected KEY[=VALUE]:EFFECT, got {item!r}")
+        try:
+            taints += pod_constraints.taints([{"key": key, "value": value, "effect": effect}], "")
+        except pod_constraints.ConstraintError as exc:
+            fail(f"--taint {item!r}: {exc.message}")
+    return taints
 
 
 def find_gpus(args: argparse.Namespace) -> Gpus:
@@ -117,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     from muster.runtime.settings import Settings
 
     labels = parse_labels(args.label)
+    taints = parse_taints(args.taint)
     gpus = find_gpus(args)
     try:
         cpu = cpu_millis(args.cpu) if args.cpu is not None else None
@@ -134,7 +160,14 @@ def _run(args: argparse.Namespace) -> int:
         fail(str(exc))
     try:
         spec = node_spec(
-            args.node, pool=args.pool, labels=labels, gpus=gpus, cpu=cpu, memory=memory, address=args.address
+            args.node,
+            pool=args.pool,
+            labels=labels,
+            gpus=gpus,
+            cpu=cpu,
+            memory=memory,
+            address=args.address,
+            taints=taints,
         )
     except ValueError as exc:
         fail(str(exc))

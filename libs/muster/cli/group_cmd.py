@@ -69,6 +69,8 @@ def _resources_text(pod: Any) -> str:
 
 
 def _text(events: list[PodGroupCreated]) -> str:
+    from muster import placement_predicates as predicates
+
     lines = []
     for e in events:
         preempt = "preemptible" if e.preemptible else "non-preemptible"
@@ -85,6 +87,12 @@ def _text(events: list[PodGroupCreated]) -> str:
             extra = f" [{p.subgroup}]" if p.subgroup else ""
             selector = f" on {p.node_selector}" if p.node_selector else ""
             lines.append(f"  {p.count} x {p.role}{extra}: {_resources_text(p)}{selector}")
+            if p.tolerations:
+                lines.append("    tolerates " + ", ".join(map(predicates.describe_toleration, p.tolerations)))
+            if p.node_affinity:
+                lines.append(
+                    "    requires a node with " + " or ".join(map(predicates.describe_term, p.node_affinity))
+                )
         if e.topology is not None:
             lines.append(f"  topology: required={e.topology.required} preferred={e.topology.preferred}")
     return "\n".join(lines)

@@ -16,6 +16,8 @@
       grace_period: 30  # seconds between SIGTERM and SIGKILL on eviction
       priority_class: train
       node_selector: {zone: a}
+      tolerations: [{key: gpu, operator: Exists}]   # Kubernetes' spelling, as are
+      affinity: {nodeAffinity: {...}}               # these (required node affinity)
 
 One gang of ``count`` pods; each carries the command, and the group is of
 the ``command`` runtime, so it lands only on a node whose agent can run it.
@@ -55,6 +57,8 @@ class CommandSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     preemptible: bool | None = None
     pool: str = "default"
     node_selector: dict[str, str] = {}
+    tolerations: list[Any] = []
+    affinity: dict[str, Any] | None = None
 
 
 def manifest(name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +104,15 @@ def group_command(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
         "queue": spec.queue,
         "pool": spec.pool,
         "min_available": spec.min if spec.min is not None else spec.count,
-        "pods": [{"count": spec.count, "resources": resources, "node_selector": spec.node_selector}],
+        "pods": [
+            {
+                "count": spec.count,
+                "resources": resources,
+                "node_selector": spec.node_selector,
+                "tolerations": spec.tolerations,
+                "affinity": spec.affinity,
+            }
+        ],
     }
     for name in ("priority_class", "priority", "preemptible"):
         if getattr(spec, name) is not None:
@@ -110,6 +122,7 @@ def group_command(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
     except ScenarioError as exc:
         # The scenario's field names are the spec's, except these two.
         where = exc.path.replace(".pods[0].resources.gpu", ".gpus").replace(".pods[0].resources.", ".")
+        where = where.replace(".pods[0].", ".")
         raise ManifestError(where.replace(".min_available", ".min"), exc.message) from None
     pods = [
         msgspec.structs.replace(

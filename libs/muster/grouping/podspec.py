@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from muster.events import PodSpec, Resources
+from muster import pod_constraints
+from muster.events import NodeSelectorTerm, PodSpec, Resources, Toleration
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_list, get_map, get_str, join, string_map
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, whole_count
@@ -173,8 +174,14 @@ def build_pod_spec(
 ) -> PodSpec:
     """A muster ``PodSpec`` for ``count`` pods of one Kubernetes pod spec.
 
-    ``path`` locates the pod spec, ``meta_path`` the metadata holding ``annotations``.
+    ``path`` locates the pod spec, ``meta_path`` the metadata holding ``annotations``. A field that
+    changes where the pod may run and that muster does not honour is refused by name.
     """
+    try:
+        pod_constraints.refuse_unhonoured(spec)
+    except pod_constraints.ConstraintError as exc:
+        raise ManifestError(join(path, exc.path), exc.message) from None
+    tolerations, node_affinity = placement_constraints(spec, path)
     return pod_spec_from_totals(
         effective_requests(spec, path),
         annotations,
@@ -183,7 +190,18 @@ def build_pod_spec(
         count=count,
         subgroup=subgroup,
         meta_path=meta_path,
+        tolerations=tolerations,
+        node_affinity=node_affinity,
     )
+
+
+def placement_constraints(spec: dict[str, Any], path: str) -> tuple[list[Toleration], list[NodeSelectorTerm]]:
+    """The ``tolerations`` and required node ``affinity`` of a pod spec (or of a framework's pod part
+    spelled like one) at ``path``; a bad or unhonoured one raises naming its field."""
+    try:
+        return pod_constraints.from_pod_spec(spec)
+    except pod_constraints.ConstraintError as exc:
+        raise ManifestError(join(path, exc.path), exc.message) from None
 
 
 def pod_spec_from_totals(
@@ -195,6 +213,8 @@ def pod_spec_from_totals(
     count: int,
     subgroup: str = "",
     meta_path: str = "",
+    tolerations: list[Toleration] | None = None,
+    node_affinity: list[NodeSelectorTerm] | None = None,
 ) -> PodSpec:
     """A ``PodSpec`` from an effective request (see ``combine_requests``)."""
     totals = dict(totals)
@@ -208,4 +228,6 @@ def pod_spec_from_totals(
         resources=Resources(gpu=gpu, gpu_memory=gpu_memory, cpu=cpu, memory=memory, extended=extended),
         node_selector=node_selector,
         subgroup=subgroup,
+        tolerations=list(tolerations or []),
+        node_affinity=list(node_affinity or []),
     )

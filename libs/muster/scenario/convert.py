@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from muster import bounds, runtimes
+from muster import bounds, pod_constraints, runtimes
 from muster import events as ev
 from muster.bounds import MAX_NODE_GPUS
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, parse_quantity, whole_count
@@ -178,12 +178,19 @@ def _pod_spec(pod: m.Pod) -> ev.PodSpec:
         resources = _pod_request(pod.resources)
     except ScenarioError as exc:
         raise _under("resources", exc) from None
+    try:
+        tolerations = pod_constraints.tolerations(pod.tolerations, "tolerations")
+        node_affinity = pod_constraints.node_affinity(pod.affinity, "affinity")
+    except pod_constraints.ConstraintError as exc:
+        raise ScenarioError(exc.path, exc.message) from None
     return ev.PodSpec(
         role=pod.role,
         count=pod.count,
         resources=resources,
         node_selector=dict(pod.node_selector),
         gpu_models=list(pod.gpu_models),
+        tolerations=tolerations,
+        node_affinity=node_affinity,
     )
 
 
@@ -266,9 +273,17 @@ def node_spec(node: m.Node, path: str = "node") -> ev.NodeSpec:
         gpu_model=node.gpu_model,
         unschedulable=node.unschedulable,
         runtimes=list(node.runtimes) if node.runtimes is not None else [runtimes.SIMULATED],
+        taints=_taints(node.taints, join(path, "taints")),
     )
     _within_bounds(bounds.check_node, spec, path)
     return spec
+
+
+def _taints(raw: list[Any], path: str) -> list[ev.Taint]:
+    try:
+        return pod_constraints.taints(raw, path)
+    except pod_constraints.ConstraintError as exc:
+        raise ScenarioError(exc.path, exc.message) from None
 
 
 def gpu_share(request: ev.Resources, node: ev.NodeSpec) -> float:

@@ -7,7 +7,7 @@ the field path, ``convert`` turns them into base units for the events.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -60,6 +60,8 @@ class Node(_Strict):
     unschedulable: bool = False
     runtimes: list[Runtime] | None = None
     """What kinds of pod the node runs; absent: simulated ones."""
+    taints: list[Any] = []
+    """core/v1 Taints, checked by ``muster.pod_constraints`` (v1.1)."""
 
 
 class QueueResource(_Strict):
@@ -94,6 +96,9 @@ class Pod(_Strict):
     node_selector: dict[str, str] = {}
     gpu_models: list[str] = []
     role: str = "worker"
+    tolerations: list[Any] = []
+    affinity: dict[str, Any] | None = None
+    """core/v1 Tolerations and Affinity, checked by ``muster.pod_constraints`` (v1.1)."""
 
 
 class Running(_Strict):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from muster import placement_predicates as predicates
 from muster import runtimes
 from muster.kernels import placement as pl
 
@@ -128,8 +129,17 @@ def no_fit(
             limits.append("gpu_models " + ", ".join(req.gpu_models))
         if req.ext:
             limits.append("extended resources " + ", ".join(n for n, _ in req.ext))
+        if req.node_affinity:
+            limits.append("required node affinity")
+        repelled = predicates.untolerated(req.tolerations, found.taints)
+        taints = ""
+        if repelled:
+            taints = "taints it does not tolerate: " + ", ".join(map(predicates.describe_taint, repelled))
         if limits:
-            return f"{what}: no schedulable node in pool {job.pool} matches its {' and '.join(limits)}"
+            text = f"{what}: no schedulable node in pool {job.pool} matches its {' and '.join(limits)}"
+            return f"{text}; {taints}" if taints else text
+        if taints:
+            return f"{what}: no node in pool {job.pool} tolerates it ({taints})"
         return f"{what}: no schedulable node in pool {job.pool}"
     rooms = pl.room(nodes, arrays, failed_row, k)
     counts = Counter(int(c) for c in rooms[elig] if c > 0)

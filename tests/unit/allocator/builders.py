@@ -25,6 +25,7 @@ def gpu_nodes(
     gpu_model: str | None = None,
     unschedulable: bool = False,
     runtimes: list[str] | None = None,
+    taints: list[ev.Taint] | None = None,
 ) -> list[ev.Event]:
     """``n`` nodes named prefix-0.. with ``gpus`` devices each (cpu in cores), running ``runtimes``."""
     return [
@@ -36,6 +37,7 @@ def gpu_nodes(
                 gpu_model=gpu_model,
                 unschedulable=unschedulable,
                 runtimes=list(runtimes or []),
+                taints=list(taints or []),
                 resources=ev.Resources(
                     gpu=gpus, gpu_memory=gpu_memory if gpus else 0, cpu=int(cpu * 1000), memory=memory
                 ),
@@ -92,6 +94,8 @@ def gang_job(
     topology: ev.Topology | None = None,
     pool: str = "default",
     runtime: str = "",
+    tolerations: list[ev.Toleration] | None = None,
+    node_affinity: list[ev.NodeSelectorTerm] | None = None,
 ) -> ev.Event:
     """A job of ``pods`` identical pods; a gang of all of them unless ``min_available`` says otherwise."""
     return ev.PodGroupCreated(
@@ -109,6 +113,8 @@ def gang_job(
                 count=pods,
                 node_selector=dict(node_selector or {}),
                 gpu_models=list(gpu_models or []),
+                tolerations=list(tolerations or []),
+                node_affinity=list(node_affinity or []),
                 resources=ev.Resources(gpu=gpu, gpu_memory=gpu_memory, cpu=int(cpu * 1000), memory=memory),
             )
         ],

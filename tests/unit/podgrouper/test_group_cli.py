@@ -63,6 +63,21 @@ def test_text_output_reads_as_a_summary(tmp_path, capsys):
     assert "j  (Job)" in out and "gang: 1 of 1 pods" in out
 
 
+def test_text_output_shows_what_restricts_a_pods_nodes(tmp_path, capsys):
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {containers: [{name: c}],"
+        " tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}, {operator: Exists}],"
+        " affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms:"
+        " [{matchExpressions: [{key: zone, operator: In, values: [a, b]}, {key: spot, operator: DoesNotExist}]},"
+        " {matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}}}}}}"
+    )
+    assert run(["group", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "    tolerates gpu=*:NoSchedule, *\n" in out
+    assert "    requires a node with zone In (a, b) and spot DoesNotExist or metadata.name In (n1)\n" in out
+
+
 def test_a_bad_manifest_exits_2_naming_file_and_field(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text(

@@ -29,7 +29,7 @@ from muster.grouping.fields import as_map, get_bool, get_int, get_list, get_map,
 from muster.grouping.limits import MAX_DEPTH, MAX_PODS
 from muster.grouping.model import Context, Draft, Meta, PodTemplate
 from muster.grouping.nesting import load_yaml_documents
-from muster.grouping.podspec import combine_requests, pod_spec_from_totals
+from muster.grouping.podspec import combine_requests, placement_constraints, pod_spec_from_totals
 from muster.names import subdomain
 
 TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
@@ -161,8 +161,19 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
         **string_map(walk.spec, "nodeSelector", walk.spath),
         **string_map(template, "nodeSelector", tpath),
     }
+    # Argo gives the pod the template's tolerations, and its affinity, where the template has them; else
+    # the workflow's.
+    own = placement_constraints(template, tpath)
+    workflow = placement_constraints(walk.spec, walk.spath)
     pod = pod_spec_from_totals(
-        combine_requests(containers, init), annotations, selector, role=role, count=1, meta_path=mpath
+        combine_requests(containers, init),
+        annotations,
+        selector,
+        role=role,
+        count=1,
+        meta_path=mpath,
+        tolerations=own[0] if template.get("tolerations") else workflow[0],
+        node_affinity=own[1] if template.get("affinity") is not None else workflow[1],
     )
     priority = get_str(template, "priorityClassName", tpath) or get_str(
         walk.spec, "podPriorityClassName", walk.spath

@@ -20,7 +20,7 @@ from muster.grouping.errors import ManifestError
 from muster.grouping.fields import get_count, get_map, get_str, join, require_map, string_map
 from muster.grouping.groupers.default import shared_group
 from muster.grouping.model import Context, Draft, Meta, PodTemplate
-from muster.grouping.podspec import GPU_RESOURCE
+from muster.grouping.podspec import GPU_RESOURCE, placement_constraints
 from muster.quantity import QuantityError, cpu_millis, gpu_devices, whole_count
 
 _MIB = 2**20
@@ -76,11 +76,14 @@ def _role(spec: dict[str, Any], spath: str, role: str, count: int) -> PodTemplat
         except QuantityError as exc:
             raise ManifestError(join(gpath, "quantity"), str(exc)) from exc
     selector = {**string_map(spec, "nodeSelector", spath), **string_map(part, "nodeSelector", rpath)}
+    tolerations, node_affinity = placement_constraints(part, rpath)
     pod = PodSpec(
         role=role,
         count=count,
         resources=Resources(gpu=gpu, cpu=cpu, memory=memory + overhead, extended=extended),
         node_selector=selector,
+        tolerations=tolerations,
+        node_affinity=node_affinity,
     )
     return PodTemplate(
         pod=pod,

@@ -13,6 +13,7 @@ import msgspec
 import numpy as np
 
 from muster import events as ev
+from muster import placement_predicates as predicates
 from muster import runtimes
 from muster.kernels import placement as pl
 
@@ -29,6 +30,8 @@ class Offer(NamedTuple):
     """Nodes that run the pod's runtime."""
     all_gpus: int
     """GPU devices on every node of the pool."""
+    taints: tuple[ev.Taint, ...] = ()
+    """Every distinct taint on the pool's schedulable nodes that run the pod's runtime, in first-seen order."""
 
 
 @dataclass(slots=True)
@@ -182,8 +185,9 @@ class NodeTable:
     def eligible(self, pool: str, spec_key: tuple) -> np.ndarray:
         """Slots of the nodes a pod of ``pool`` with ``spec_key`` (``PodReq.spec_key``) may use: in that
         pool, schedulable, running pods of its runtime, with the labels it selects, one of the GPU models
-        it names (if any), and every extended resource it asks for."""
-        selector, models, ext_names, runtime = spec_key
+        it names (if any), every extended resource it asks for, its NoSchedule and NoExecute taints
+        tolerated and its required node affinity met (``muster.placement_predicates``)."""
+        selector, models, ext_names, runtime, tolerations, affinity = spec_key
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
             spec = node.spec
@@ -195,12 +199,17 @@ class NodeTable:
                 continue
             if any(e not in spec.resources.extended for e in ext_names):
                 continue
+            if spec.taints and predicates.untolerated(tolerations, spec.taints):
+                continue
+            if affinity and not predicates.affinity_matches(affinity, spec.name, spec.labels):
+                continue
             mask[node.slot] = True
         return mask
 
     def offer(self, pool: str, runtime: str) -> Offer:
         """What the nodes of ``pool`` offer a pod of ``runtime``, schedulable or not."""
         kinds: set[str] = set()
+        taints: dict[ev.Taint, None] = {}
         nodes = all_gpus = 0
         for node in self.nodes.values():
             spec = node.spec
@@ -208,8 +217,11 @@ class NodeTable:
                 continue
             kinds.update(runtimes.node_runtimes(spec))
             all_gpus += int(spec.resources.gpu)
-            nodes += runtimes.can_run(spec, runtime)
-        return Offer(tuple(sorted(kinds)), nodes, all_gpus)
+            runs = runtimes.can_run(spec, runtime)
+            nodes += runs
+            if runs and not spec.unschedulable:
+                taints.update(dict.fromkeys(spec.taints))
+        return Offer(tuple(sorted(kinds)), nodes, all_gpus, tuple(taints))
 
     def served_mask(self) -> np.ndarray:
         """Which slots hold a node."""

@@ -47,11 +47,21 @@ class PodReq:
     invalid: str | None
     runtime: str = ""
     """What the pod is (its group's ``runtime``): only nodes that run that kind may take it."""
+    tolerations: tuple[ev.Toleration, ...] = ()
+    node_affinity: tuple[ev.NodeSelectorTerm, ...] = ()
+    """Required node affinity terms (one must match)."""
 
     @property
     def spec_key(self) -> tuple:
         """Everything that decides which nodes this pod may use."""
-        return (self.node_selector, self.gpu_models, tuple(name for name, _ in self.ext), self.runtime)
+        return (
+            self.node_selector,
+            self.gpu_models,
+            tuple(name for name, _ in self.ext),
+            self.runtime,
+            self.tolerations,
+            self.node_affinity,
+        )
 
 
 def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
@@ -79,6 +89,8 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         share=float(r.gpu) if kind == pl.FRACTION else 0.0,
         invalid=invalid,
         runtime=runtime,
+        tolerations=tuple(spec.tolerations),
+        node_affinity=tuple(spec.node_affinity),
     )
 
 

@@ -1,0 +1,214 @@
+"""A pod's placement constraints read from Kubernetes' own spelling (core/v1): ``tolerations``,
+``affinity``, a node's ``taints``; and the pod-spec fields that change where a pod may run but that muster
+does not honour, refused by name rather than dropped.
+
+Shared by the podgrouper (manifests) and scenario files; each turns ``ConstraintError`` into its own
+error under its own path. What muster honours, and how it matches, is ``muster.placement_predicates``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from muster import placement_predicates as pp
+from muster.events import NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from muster.field_paths import join
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+NOT_HONOURED = "muster does not honour it"
+
+
+class ConstraintError(ValueError):
+    """A constraint muster cannot read or does not honour; ``path`` is relative to the pod spec."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}")
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _map(value: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConstraintError(path, f"expected a mapping, got {_type_name(value)}")
+    for key in value:
+        if key not in allowed:
+            raise ConstraintError(join(path, str(key)), f"unknown key {key!r}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConstraintError(path, f"expected a list, got {_type_name(value)}")
+    return value
+
+
+def _str(obj: dict[str, Any], key: str, path: str, default: str = "") -> str:
+    value = obj.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ConstraintError(join(path, key), f"expected a string, got {_type_name(value)} {value!r}")
+    return value
+
+
+def _one_of(value: str, path: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConstraintError(path, f"expected one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+# -- tolerations and taints ------------------------------------------------------------------------
+
+
+def tolerations(raw: Any, path: str) -> list[Toleration]:
+    """A pod spec's ``tolerations`` list, checked as Kubernetes validates it."""
+    return [_toleration(item, join(path, i)) for i, item in enumerate(_list(raw, path))]
+
+
+def _toleration(raw: Any, path: str) -> Toleration:
+    item = _map(raw, path, ("key", "operator", "value", "effect", "tolerationSeconds"))
+    key, value = _str(item, "key", path), _str(item, "value", path)
+    # Kubernetes reads an empty operator as Equal.
+    operator = _str(item, "operator", path) or "Equal"
+    _one_of(operator, join(path, "operator"), pp.TOLERATION_OPERATORS)
+    effect = _str(item, "effect", path)
+    if effect:
+        _one_of(effect, join(path, "effect"), pp.TAINT_EFFECTS)
+    if not key and operator != "Exists":
+        raise ConstraintError(join(path, "operator"), "must be Exists when the key is empty")
+    if operator == "Exists" and value:
+        raise ConstraintError(join(path, "value"), "must be empty when the operator is Exists")
+    seconds = item.get("tolerationSeconds")
+    if seconds is not None:
+        if isinstance(seconds, bool) or not isinstance(seconds, int):
+            raise ConstraintError(join(path, "tolerationSeconds"), f"expected an integer, got {seconds!r}")
+        if effect != pp.NO_EXECUTE:
+            raise ConstraintError(join(path, "tolerationSeconds"), "only a NoExecute toleration may have it")
+    return Toleration(key=key, operator=operator, value=value, effect=effect, toleration_seconds=seconds)
+
+
+def taints(raw: Any, path: str) -> list[Taint]:
+    """A node's ``taints`` list: each a key, an optional value and an effect."""
+    out = []
+    for i, item in enumerate(_list(raw, path)):
+        ipath = join(path, i)
+        taint = _map(item, ipath, ("key", "value", "effect"))
+        key = _str(taint, "key", ipath)
+        if not key:
+            raise ConstraintError(join(ipath, "key"), "required field is missing")
+        effect = _one_of(_str(taint, "effect", ipath), join(ipath, "effect"), pp.TAINT_EFFECTS)
+        out.append(Taint(key=key, value=_str(taint, "value", ipath), effect=effect))
+    return out
+
+
+# -- affinity --------------------------------------------------------------------------------------
+
+
+def node_affinity(raw: Any, path: str) -> list[NodeSelectorTerm]:
+    """The required node affinity terms of a pod spec's ``affinity``; pod (anti-)affinity and preferred
+    node affinity are refused by name (KAI does not score the latter; muster does not run the former)."""
+    if raw is None:
+        return []
+    affinity = _map(raw, path, ("nodeAffinity", "podAffinity", "podAntiAffinity"))
+    for kind in ("podAffinity", "podAntiAffinity"):
+        if affinity.get(kind):
+            raise ConstraintError(join(path, kind), NOT_HONOURED)
+    npath = join(path, "nodeAffinity")
+    node = affinity.get("nodeAffinity")
+    if node is None:
+        return []
+    node = _map(node, npath, (REQUIRED, PREFERRED))
+    if node.get(PREFERRED):
+        raise ConstraintError(join(npath, PREFERRED), f"{NOT_HONOURED} (KAI does not score it either)")
+    rpath = join(npath, REQUIRED)
+    if node.get(REQUIRED) is None:
+        return []
+    required = _map(node[REQUIRED], rpath, ("nodeSelectorTerms",))
+    tpath = join(rpath, "nodeSelectorTerms")
+    terms = _list(required.get("nodeSelectorTerms"), tpath)
+    if not terms:
+        raise ConstraintError(tpath, "must have at least one term")
+    return [_term(t, join(tpath, i)) for i, t in enumerate(terms)]
+
+
+def _term(raw: Any, path: str) -> NodeSelectorTerm:
+    term = _map(raw, path, ("matchExpressions", "matchFields"))
+    epath, fpath = join(path, "matchExpressions"), join(path, "matchFields")
+    return NodeSelectorTerm(
+        match_expressions=tuple(
+            _requirement(r, join(epath, i), fields=False)
+            for i, r in enumerate(_list(term.get("matchExpressions"), epath))
+        ),
+        match_fields=tuple(
+            _requirement(r, join(fpath, i), fields=True)
+            for i, r in enumerate(_list(term.get("matchFields"), fpath))
+        ),
+    )
+
+
+def _requirement(raw: Any, path: str, *, fields: bool) -> NodeSelectorRequirement:
+    req = _map(raw, path, ("key", "operator", "values"))
+    key = _str(req, "key", path)
+    if not key:
+        raise ConstraintError(join(path, "key"), "required field is missing")
+    if fields and key != pp.NODE_NAME_FIELD:
+        raise ConstraintError(join(path, "key"), f"expected {pp.NODE_NAME_FIELD}, got {key!r}")
+    ops = pp.FIELD_OPERATORS if fields else pp.LABEL_OPERATORS
+    operator = _one_of(_str(req, "operator", path), join(path, "operator"), ops)
+    vpath = join(path, "values")
+    values = _list(req.get("values"), vpath)
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise ConstraintError(join(vpath, i), f"expected a string, got {_type_name(v)} {v!r}")
+    if operator in ("In", "NotIn") and not values:
+        raise ConstraintError(vpath, f"must not be empty for operator {operator}")
+    if fields and len(values) != 1:
+        raise ConstraintError(vpath, f"must hold exactly one node name for {pp.NODE_NAME_FIELD}")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ConstraintError(vpath, f"must be empty for operator {operator}")
+    if operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            raise ConstraintError(vpath, f"must hold exactly one integer for operator {operator}")
+        try:
+            int(values[0])
+        except ValueError:
+            raise ConstraintError(join(vpath, 0), f"expected an integer, got {values[0]!r}") from None
+    return NodeSelectorRequirement(key=key, operator=operator, values=tuple(values))
+
+
+# -- a pod spec ------------------------------------------------------------------------------------
+
+
+def from_pod_spec(spec: dict[str, Any]) -> tuple[list[Toleration], list[NodeSelectorTerm]]:
+    """A pod spec's (tolerations, required node affinity terms); paths relative to the spec."""
+    return tolerations(spec.get("tolerations"), "tolerations"), node_affinity(
+        spec.get("affinity"), "affinity"
+    )
+
+
+def refuse_unhonoured(spec: dict[str, Any]) -> None:
+    """Refuse, by name, a pod-spec field that changes where the pod may run and that muster does not
+    honour: ``nodeName``, ``topologySpreadConstraints`` (KAI does not run PodTopologySpread), a container's
+    ``hostPort``. ``affinity``'s own are refused as it is read (``node_affinity``)."""
+    if spec.get("nodeName"):
+        raise ConstraintError("nodeName", f"{NOT_HONOURED}: the scheduler chooses the node")
+    if spec.get("topologySpreadConstraints"):
+        raise ConstraintError("topologySpreadConstraints", NOT_HONOURED)
+    for kind in ("containers", "initContainers"):
+        containers = spec.get(kind)
+        if not isinstance(containers, list):
+            continue
+        for i, container in enumerate(containers):
+            ports = container.get("ports") if isinstance(container, dict) else None
+            if not isinstance(ports, list):
+                continue
+            for j, port in enumerate(ports):
+                if isinstance(port, dict) and port.get("hostPort"):
+                    raise ConstraintError(f"{kind}[{i}].ports[{j}].hostPort", NOT_HONOURED)
