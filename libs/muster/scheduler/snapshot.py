@@ -32,9 +32,10 @@ from muster.scheduler.fold import AllocatorFold
 from muster.scheduler.state import ClusterState, StateImage
 from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
-FORMAT = 4
+FORMAT = 5
 """Bumped whenever the image changes shape or meaning: older snapshots are then skipped, not misread.
-(3: a queue's allocated sums count its pipelined pods. 4: nodes say what they run, pods what they are.)"""
+(3: a queue's allocated sums count its pipelined pods. 4: nodes say what they run, pods what they are.
+5: jobs hold their own stale-gang grace, preemption delay and last eviction time.)"""
 
 FIELD_ORDER = (
     "pools",
@@ -66,6 +67,8 @@ FIELD_ORDER = (
     "shapes",
     "adoptions",
     "awaiting_adoption",
+    "evicted_unclocked",
+    "preemption_delay_used",
 )
 """The state's fields in an image, in the order written: the bytes, and so the digest, depend on it."""
 
