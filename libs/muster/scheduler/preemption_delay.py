@@ -19,20 +19,39 @@ RE_ARMING_ACTIONS = frozenset({"reclaim", "preempt", "consolidate"})
 """The actions a delay holds back, and whose evictions start it again."""
 
 
-def in_preemption_delay(job: Job, clock: float, evicted_this_cycle: bool = False) -> bool:
-    """Whether pending ``job`` may not trigger evictions at ``clock``; ``evicted_this_cycle``: one of those
-    actions evicted a pod of it in the cycle under way (its record, and so ``last_evicted_at``, comes later)."""
+def delay_end(job: Job, clock: float, evicted_this_cycle: bool = False) -> float | None:
+    """When pending ``job``'s delay ends (None: it has none); ``evicted_this_cycle``: one of those actions
+    evicted a pod of it in the cycle under way at ``clock`` (its record, and so ``last_evicted_at``, comes
+    later)."""
     delay = job.preemption_delay
     if not delay:
-        return False
+        return None
     start = job.submitted_at
     if job.last_evicted_at is not None:
         start = max(start, job.last_evicted_at)
     if evicted_this_cycle:
         start = max(start, clock)
-    return clock < start + delay
+    return start + delay
+
+
+def in_preemption_delay(job: Job, clock: float, evicted_this_cycle: bool = False) -> bool:
+    """Whether pending ``job`` may not trigger evictions at ``clock``."""
+    end = delay_end(job, clock, evicted_this_cycle)
+    return end is not None and clock < end
 
 
 def held_back_by_delay(s: Session, job: Job) -> bool:
-    """Whether reclaim, preempt or consolidate must pass over pending ``job`` in session ``s``."""
-    return in_preemption_delay(job, s.clock, bool(s.evicted.get(job.name)))
+    """Whether reclaim, preempt or consolidate must pass over pending ``job`` in session ``s``; if so, its
+    reason says until when (KAI's PreemptionDelayNotElapsed)."""
+    end = delay_end(job, s.clock, bool(s.evicted.get(job.name)))
+    if end is None or s.clock >= end:
+        return False
+    # worded here, not in reasons.py: that module reads the state, whose fold reads this one
+    when = f"{end:.2f}".rstrip("0").rstrip(".")
+    note = f"preemption delay: may not evict others before t={when}"
+    why = s.reasons.get(job.name)
+    if not why:
+        s.reasons[job.name] = note
+    elif note not in why:
+        s.reasons[job.name] = f"{why}; {note}"
+    return True
