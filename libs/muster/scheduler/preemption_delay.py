@@ -47,8 +47,9 @@ def held_back_by_delay(s: Session, job: Job) -> bool:
     if end is None or s.clock >= end:
         return False
     # worded here, not in reasons.py: that module reads the state, whose fold reads this one
-    when = f"{end:.2f}".rstrip("0").rstrip(".")
-    note = f"preemption delay: may not evict others before t={when}"
+    seconds = f"{job.preemption_delay:.2f}".rstrip("0").rstrip(".")
+    # the clock is left out: a live one is wall time, and a reason that names it would not compare
+    note = f"may not evict others until its preemption delay of {seconds}s has passed since its creation or last eviction"
     why = s.reasons.get(job.name)
     if not why:
         s.reasons[job.name] = note
