@@ -66,6 +66,7 @@ def test_parallel_job_pods_share_one_group_of_min_one_named_after_the_job():
 
 
 def test_batch_min_member_annotation_makes_the_job_a_gang():
+    # KAI: plugins/job/job_grouper_test.go TestGetPodGroupMetadata_MinMemberOverride
     group = only(group_yaml(job_yaml("parallelism: 4", "{kai.scheduler/batch-min-member: '3'}")))
     assert (group.min_available, total_pods(group)) == (3, 4)
 
@@ -82,6 +83,7 @@ def test_batch_min_member_zero_makes_a_job_without_gang():
     [("two", "expected an integer"), ("1.5", "expected an integer"), ("-1", "must not be negative")],
 )
 def test_batch_min_member_that_is_not_a_whole_number_is_refused_naming_the_annotation(value, error):
+    # KAI's calcMinMember errors on a non-integer (no PodGroup); a negative one the API refuses.
     with pytest.raises(ManifestError) as caught:
         group_yaml(job_yaml("parallelism: 2", f"{{kai.scheduler/batch-min-member: '{value}'}}"))
     assert caught.value.path == "metadata.annotations.kai.scheduler/batch-min-member"
