@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from muster import events as ev
 from muster.scheduler import snapshot as codec
@@ -22,9 +23,7 @@ def allocator_with(job: ev.PodGroupCreated) -> Allocator:
 
 def delayed(delay: float | None, submitted_at: float = 10.0) -> ev.PodGroupCreated:
     job = gang_job("team", pods=1, gpu=1, name="j", submitted_at=submitted_at)
-    return ev.PodGroupCreated(
-        **{**{f: getattr(job, f) for f in job.__struct_fields__}, "preemption_delay": delay}
-    )
+    return msgspec.structs.replace(job, preemption_delay=delay)
 
 
 def job_of(allocator: Allocator):
