@@ -284,6 +284,12 @@ class PodGroupCreated(_Event, tag="PodGroupCreated", kw_only=True):
     """What its pods are, and so which nodes may run them: ``command``, ``image`` or ``simulated`` (see
     ``muster.runtimes``). '' (every group from before groups said so): any node, as when it was
     decided, so an old log replays to the same decisions."""
+    preemption_delay: float | None = None
+    """Seconds after its creation or its last eviction during which the pending group may not make
+    reclaim, preempt or consolidate evict anyone (KAI's ``preemptionDelay``); None or 0: no delay."""
+    stale_gang_grace: float | None = None
+    """Seconds the group may run below its minimum before its pods are evicted (KAI's
+    ``stalenessGracePeriod``); negative: never; None: the allocator's configured grace."""
 
 
 class PodGroupDeleted(_Event, tag="PodGroupDeleted", kw_only=True):

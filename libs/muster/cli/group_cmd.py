@@ -95,6 +95,11 @@ def _text(events: list[PodGroupCreated]) -> str:
                 )
         if e.topology is not None:
             lines.append(f"  topology: required={e.topology.required} preferred={e.topology.preferred}")
+        if e.preemption_delay:
+            lines.append(f"  preemption delay: {_number(e.preemption_delay)}s after creation or an eviction")
+        if e.stale_gang_grace is not None:
+            never = " (never evicted when stale)" if e.stale_gang_grace < 0 else ""
+            lines.append(f"  stale-gang grace: {_number(e.stale_gang_grace)}s{never}")
     return "\n".join(lines)
 
 

@@ -24,5 +24,8 @@ class ManifestError(ValueError):
         return f"{where}: {self.message}"
 
     def in_document(self, index: int) -> ManifestError:
-        """The same error, marked as coming from document ``index``."""
-        return ManifestError(self.path, self.message, document=index)
+        """The same error, marked as coming from document ``index`` unless it already names its document
+        (an error inside a document another one groups, as a skipped top owner does)."""
+        return ManifestError(
+            self.path, self.message, document=index if self.document is None else self.document
+        )

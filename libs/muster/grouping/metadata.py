@@ -15,6 +15,11 @@ default grouper) in short:
   defaults, and gives an unknown name priority 50 (train's value).
 - preemptible: a ``kai.scheduler/preemptibility`` label on an owner, then the pod;
   else priority < 100.
+- preemption delay and stale-gang grace (KAI v0.17): the Go durations in the
+  annotations ``kai.scheduler/preemption-delay`` and
+  ``kai.scheduler/staleness-grace-period``, on the owners from the pod's direct
+  owner up (the object grouped, with a skipped top owner's annotations), then the
+  pod; the first found counts (``muster.grouping.timing`` reads them).
 - runtime (muster's own): ``image`` when a container of a pod names an image, else
   ``simulated`` (see ``muster.runtimes``).
 """
@@ -24,8 +29,10 @@ from __future__ import annotations
 from muster import runtimes
 from muster.events import PodGroupCreated, Topology
 from muster.grouping.errors import ManifestError
+from muster.grouping.external import refuse_skip_podgrouper
 from muster.grouping.fields import join
 from muster.grouping.model import Draft, Meta
+from muster.grouping.timing import PREEMPTION_DELAY, STALENESS_GRACE, annotated_seconds
 from muster.names import POOL, QUEUE, Rule
 from muster.queues.default import DEFAULT_QUEUE
 
@@ -102,6 +109,14 @@ def _topology(draft: Draft) -> Topology | None:
     return Topology(required=required or None, preferred=preferred or None)
 
 
+def _timing(draft: Draft, pod_annotations: dict[str, str], key: str) -> float | None:
+    """The annotation ``key`` on the nearest owner that has it, else on the pod (checked when read)."""
+    for owner in (*draft.owners, draft.top):
+        if key in owner.annotations:
+            return annotated_seconds(owner.annotations, key, "metadata")
+    return annotated_seconds(pod_annotations, key, "metadata")
+
+
 def _runtime(draft: Draft) -> str:
     # Images are what a manifest runs; one that names none has nothing a node could start, and only
     # the simulated fleet can hold it.
@@ -117,8 +132,11 @@ def finish(
     queue_override: str | None,
 ) -> PodGroupCreated:
     """The ``PodGroupCreated`` event for one draft."""
+    for owner in (*draft.owners, draft.top):
+        refuse_skip_podgrouper(owner.annotations, "metadata")
     first = draft.pods[0] if draft.pods else None
     pod_labels = first.labels if first else {}
+    pod_annotations = first.annotations if first else {}
     pod_class = first.priority_class_name if first else None
     priority_class = _priority_class(draft, pod_labels, pod_class)
     priority = priority_values.get(
@@ -141,4 +159,6 @@ def finish(
         topology=_topology(draft),
         workload_uid=uid,
         runtime=_runtime(draft),
+        preemption_delay=_timing(draft, pod_annotations, PREEMPTION_DELAY),
+        stale_gang_grace=_timing(draft, pod_annotations, STALENESS_GRACE),
     )

@@ -17,8 +17,10 @@ import msgspec
 
 from muster.events import PodGroupCreated, PodSpec, SubGroup, Topology
 from muster.grouping.errors import ManifestError
+from muster.grouping.external import refuse_skip_podgrouper
 from muster.grouping.fields import as_map, get_map, get_str, join, string_map
 from muster.grouping.podspec import build_pod_spec, names_an_image
+from muster.grouping.timing import check_timing_annotations
 
 
 class Meta(msgspec.Struct, frozen=True):
@@ -119,6 +121,8 @@ def pod_template(
         spec = as_map(template[spec_key], spath)
         meta = nested_meta(template, path)
         meta_path = join(path, "metadata")
+    refuse_skip_podgrouper(meta.annotations, meta_path)
+    check_timing_annotations(meta.annotations, meta_path)
     return PodTemplate(
         pod=build_pod_spec(
             spec, meta.annotations, spath, role=role, count=count, subgroup=subgroup, meta_path=meta_path

@@ -14,6 +14,7 @@ from muster.grouping import command_job, muster_job
 from muster.grouping.groupers import (
     argo,
     core,
+    dynamo,
     grove,
     jobset,
     knative,
@@ -110,6 +111,7 @@ BUILTIN = (
     ("serving.knative.dev", "Service", knative.group_knative_service),
     ("grove.io", "PodCliqueSet", grove.group_podcliqueset),
     ("grove.io", "PodGangSet", grove.group_podcliqueset),
+    (dynamo.API_GROUP, dynamo.KIND, dynamo.group_dynamo_graph),
     (muster_job.API_GROUP, "Job", muster_job.group_muster_job),
     (command_job.API_GROUP, command_job.KIND, command_job.group_command),
 )

@@ -7,6 +7,7 @@ takes the field path so that a bad value is reported where it was written.
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -226,6 +227,10 @@ def job_to_podgroup(
         raise ScenarioError(join(path, "duration"), "must not be negative")
     if job.min_runtime is not None and job.min_runtime < 0:
         raise ScenarioError(join(path, "min_runtime"), "must not be negative")
+    if job.preemption_delay is not None and not 0 <= job.preemption_delay < math.inf:
+        raise ScenarioError(join(path, "preemption_delay"), "must be a number of seconds, not negative")
+    if job.stale_gang_grace is not None and not math.isfinite(job.stale_gang_grace):
+        raise ScenarioError(join(path, "stale_gang_grace"), "must be a number of seconds")
     topology = None
     if job.topology is not None:
         if not job.topology.required and not job.topology.preferred:
@@ -247,6 +252,8 @@ def job_to_podgroup(
         duration=job.duration,
         workload_uid=workload_uid,
         runtime=job.runtime,
+        preemption_delay=job.preemption_delay,
+        stale_gang_grace=job.stale_gang_grace,
     )
     _within_bounds(bounds.check_pod_group, group, path)
     return group

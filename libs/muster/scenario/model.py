@@ -123,6 +123,10 @@ class Job(_Strict):
     started_at: float = 0.0
     runtime: Runtime = "simulated"
     """What the job's pods are, and so which nodes may run them."""
+    preemption_delay: float | None = None
+    """v1.1: seconds after submitted_at or its last eviction before it may make anyone be evicted."""
+    stale_gang_grace: float | None = None
+    """v1.1: this job's own stale-gang grace in seconds (negative: never evicted)."""
 
 
 class Expect(_Strict):

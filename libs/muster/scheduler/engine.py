@@ -15,8 +15,10 @@ from muster.kernels import placement as pl
 from muster.tolerances import EPS
 
 from .actions import actions_for
+from .actions.stale import stale_grace
 from .actions.victims import min_runtime
 from .config import AllocatorConfig
+from .preemption_delay import RE_ARMING_ACTIONS, in_preemption_delay
 from .queue_accounting import RESOURCES, QueueTable
 from .session import Session
 from .state import ALLOCATED, ClusterState, is_stale
@@ -193,13 +195,19 @@ class Allocator:
         return ClusterSnapshot(jobs=jobs, queues=queues, nodes=nodes)
 
     def waiting_for_time(self, clock: float) -> bool:
-        """Whether a later clock alone could change a decision: a stale gang's grace is running, or a
-        pending job exists while some running job is still inside a min-runtime."""
+        """Whether a later clock alone could change a decision: a stale gang's grace is running, a pending
+        job's preemption delay is, or a pending job exists while some running job is still inside a
+        min-runtime."""
         state = self.state
         ledger = state.ledger
         names = {a.name for a in self._actions}
-        stale_on = "stale_gang_eviction" in names and self.config.stale_gang_grace >= 0
-        if stale_on and any(is_stale(ledger.jobs[name]) for name in sorted(ledger.stale_candidates)):
+        if "stale_gang_eviction" in names and any(
+            is_stale(job) and stale_grace(job, self.config) >= 0
+            for job in map(ledger.jobs.__getitem__, sorted(ledger.stale_candidates))
+        ):
+            return True
+        delays_on = ledger.preemption_delay_used and names & RE_ARMING_ACTIONS
+        if delays_on and any(in_preemption_delay(ledger.jobs[n], clock) for n in ledger.sorted_pending()):
             return True
         if state.min_runtime_used and ledger.pending_jobs and names & {"reclaim", "preempt"}:
             table = self._queue_table()

@@ -32,10 +32,11 @@ from muster.scheduler.fold import AllocatorFold
 from muster.scheduler.state import ClusterState, StateImage
 from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
-FORMAT = 5
+FORMAT = 6
 """Bumped whenever the image changes shape or meaning: older snapshots are then skipped, not misread.
 (3: a queue's allocated sums count its pipelined pods. 4: nodes say what they run, pods what they are.
-5: nodes carry taints, pods tolerations and required node affinity.)"""
+5: nodes carry taints, pods tolerations and required node affinity.
+6: jobs hold their own stale-gang grace, preemption delay and last eviction time.)"""
 
 FIELD_ORDER = (
     "pools",
@@ -67,6 +68,8 @@ FIELD_ORDER = (
     "shapes",
     "adoptions",
     "awaiting_adoption",
+    "evicted_unclocked",
+    "preemption_delay_used",
 )
 """The state's fields in an image, in the order written: the bytes, and so the digest, depend on it."""
 

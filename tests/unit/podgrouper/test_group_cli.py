@@ -78,6 +78,18 @@ def test_text_output_shows_what_restricts_a_pods_nodes(tmp_path, capsys):
     assert "    requires a node with zone In (a, b) and spot DoesNotExist or metadata.name In (n1)\n" in out
 
 
+def test_text_output_shows_the_workloads_own_timing(tmp_path, capsys):
+    path = tmp_path / "job.yaml"
+    notes = "{kai.scheduler/preemption-delay: 5m, kai.scheduler/staleness-grace-period: -1s}"
+    path.write_text(
+        f"apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j, annotations: {notes}}}\n"
+        "spec: {template: {spec: {containers: [{name: c}]}}}"
+    )
+    assert run(["group", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "preemption delay: 300s" in out and "stale-gang grace: -1s (never evicted when stale)" in out
+
+
 def test_a_bad_manifest_exits_2_naming_file_and_field(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text(

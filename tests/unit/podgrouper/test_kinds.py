@@ -48,25 +48,60 @@ spec:
     assert group.min_available == 1
 
 
-def test_job_runs_no_more_pods_than_completions():
-    groups = group_yaml(f"""
-apiVersion: batch/v1
-kind: Job
-metadata: {{name: j}}
-spec: {{parallelism: 5, completions: 2, template: {{{POD_SPEC}}}}}
-""")
-    assert [g.name for g in groups] == ["j-0", "j-1"]
-
-
-def test_single_pod_job_group_is_named_after_the_job():
-    assert (
-        only(
-            group_yaml(
-                f"apiVersion: batch/v1\nkind: Job\nmetadata: {{name: one}}\nspec: {{template: {{{POD_SPEC}}}}}"
-            )
-        ).name
-        == "one"
+def job_yaml(spec: str, annotations: str = "{}") -> str:
+    return (
+        f"apiVersion: batch/v1\nkind: Job\nmetadata: {{name: j, annotations: {annotations}}}\n"
+        f"spec: {{{spec}, template: {{{POD_SPEC}}}}}"
     )
+
+
+def test_job_runs_no_more_pods_than_completions():
+    assert total_pods(only(group_yaml(job_yaml("parallelism: 5, completions: 2")))) == 2
+
+
+def test_parallel_job_pods_share_one_group_of_min_one_named_after_the_job():
+    # KAI v0.15 (job_grouper.go): one PodGroup per Job; before, one per pod (j-0, j-1, j-2).
+    group = only(group_yaml(job_yaml("parallelism: 3")))
+    assert (group.name, group.kind, group.min_available, total_pods(group)) == ("j", "Job", 1, 3)
+
+
+def test_batch_min_member_annotation_makes_the_job_a_gang():
+    # KAI: plugins/job/job_grouper_test.go TestGetPodGroupMetadata_MinMemberOverride
+    group = only(group_yaml(job_yaml("parallelism: 4", "{kai.scheduler/batch-min-member: '3'}")))
+    assert (group.min_available, total_pods(group)) == (3, 4)
+
+
+def test_batch_min_member_zero_makes_a_job_without_gang():
+    assert (
+        only(group_yaml(job_yaml("parallelism: 2", "{kai.scheduler/batch-min-member: '0'}"))).min_available
+        == 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [("two", "expected an integer"), ("1.5", "expected an integer"), ("-1", "must not be negative")],
+)
+def test_batch_min_member_that_is_not_a_whole_number_is_refused_naming_the_annotation(value, error):
+    # KAI's calcMinMember errors on a non-integer (no PodGroup); a negative one the API refuses.
+    with pytest.raises(ManifestError) as caught:
+        group_yaml(job_yaml("parallelism: 2", f"{{kai.scheduler/batch-min-member: '{value}'}}"))
+    assert caught.value.path == "metadata.annotations.kai.scheduler/batch-min-member"
+    assert error in str(caught.value)
+
+
+def test_batch_min_member_above_the_pods_the_job_runs_at_once_is_refused():
+    with pytest.raises(ManifestError) as caught:
+        group_yaml(job_yaml("parallelism: 4, completions: 2", "{kai.scheduler/batch-min-member: '3'}"))
+    assert caught.value.path == "metadata.annotations.kai.scheduler/batch-min-member"
+    assert "runs 2 at once" in str(caught.value)
+
+
+def test_batch_min_member_on_the_pod_template_is_not_read():
+    text = job_yaml("parallelism: 2").replace(
+        "template: {spec:", "template: {metadata: {annotations: {kai.scheduler/batch-min-member: '2'}}, spec:"
+    )
+    assert only(group_yaml(text)).min_available == 1
 
 
 def test_cronjob_reads_queue_from_its_job_template_not_itself():

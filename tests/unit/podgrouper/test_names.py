@@ -57,8 +57,10 @@ def test_a_generated_name_is_checked_naming_generate_name():
 
 
 def test_a_job_name_made_longer_than_253_characters_is_rejected_naming_the_name_it_was_made_from():
-    # A Job of two pods at once makes two groups, <name>-0 and <name>-1.
-    refusal = rejected(job("a" * 252, parallelism=2))
+    # A Deployment of two replicas makes two groups, <name>-0 and <name>-1.
+    deployment = {**job("a" * 252), "apiVersion": "apps/v1", "kind": "Deployment"}
+    deployment["spec"] = {"replicas": 2, "template": POD_TEMPLATE}
+    refusal = rejected(deployment)
     assert refusal.field == "metadata.name" and "makes the job name" in refusal.error
 
 

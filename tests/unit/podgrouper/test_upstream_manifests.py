@@ -80,12 +80,13 @@ def test_argo_steps_make_one_group_per_step_pod():
     assert all(g.min_available == 1 for g in groups)
 
 
-def test_argo_owned_job_is_grouped_as_a_job_per_pod_beside_the_executor_pod():
+def test_argo_owned_job_is_grouped_as_one_job_group_beside_the_executor_pod():
     groups = group_file("argo-workflow/argo-workflows__k8s-jobs.yaml", uid="w1")
-    executor, *jobs = groups
+    executor, job = groups
     assert executor.kind == "Workflow" and executor.pods[0].role == "executor"
-    assert [g.kind for g in jobs] == ["Job"] * 3  # parallelism 3: one group per pod
-    assert all(g.min_available == 1 and g.name.startswith("rand-num-") for g in jobs)
+    # parallelism 3: one group of min 1 for the three pods since KAI v0.15 (one per pod before)
+    assert (job.kind, job.min_available, job.pods[0].count) == ("Job", 1, 3)
+    assert job.name.startswith("rand-num-")
 
 
 def test_argo_created_jobset_without_owner_reference_is_its_own_top_owner():
@@ -120,17 +121,22 @@ def test_deployment_gives_each_pod_its_own_inference_group():
         assert g.pods[0].resources.cpu == 100
 
 
-def test_kai_batch_job_splits_into_per_pod_groups_on_the_labelled_queue():
-    groups = group_file("job/kai__batch-job.yaml")
-    assert [g.name for g in groups] == ["batch-job-0", "batch-job-1"]
-    assert all(g.queue == "default-queue" and g.pods[0].resources.gpu == 1.0 for g in groups)
-    assert all(g.min_available == 1 and g.priority_class == "train" for g in groups)
+def test_kai_batch_job_is_one_group_of_min_one_on_the_labelled_queue():
+    # KAI v0.15: the Job's two parallel pods share pg-<job>-<uid> (one group per pod before).
+    [group] = group_file("job/kai__batch-job.yaml")
+    assert (group.name, group.queue, group.pods[0].count, group.pods[0].resources.gpu) == (
+        "batch-job",
+        "default-queue",
+        2,
+        1.0,
+    )
+    assert (group.min_available, group.priority_class) == (1, "train")
 
 
-def test_kueue_job_with_generate_name_splits_into_three_groups():
-    groups = group_file("job/kueue__sample-job.yaml", uid="s1")
-    assert len(groups) == 3 and all(g.name.startswith("sample-job-") for g in groups)
-    assert all(g.kind == "Job" and g.min_available == 1 for g in groups)
+def test_kueue_job_with_generate_name_is_one_group_of_three_pods():
+    [group] = group_file("job/kueue__sample-job.yaml", uid="s1")
+    assert group.name.startswith("sample-job-") and group.pods[0].count == 3
+    assert (group.kind, group.min_available) == ("Job", 1)
 
 
 def test_bare_pod_with_build_priority_label_is_not_preemptible():

@@ -159,6 +159,28 @@ def test_job_to_podgroup_carries_topology_duration_and_min_runtime():
     assert (group.duration, group.min_runtime, group.submitted_at, group.min_available) == (30, 10, 5, 2)
 
 
+def test_job_to_podgroup_carries_its_own_preemption_delay_and_stale_grace():
+    group = job_to_podgroup(
+        {"name": "j", "queue": "q", "pods": [{}], "preemption_delay": 300, "stale_gang_grace": -1}
+    )
+    assert (group.preemption_delay, group.stale_gang_grace) == (300, -1)
+
+
+def test_a_job_without_them_leaves_both_to_the_allocator():
+    group = job_to_podgroup({"name": "j", "queue": "q", "pods": [{}]})
+    assert (group.preemption_delay, group.stale_gang_grace) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("preemption_delay", -5), ("preemption_delay", float("inf")), ("stale_gang_grace", float("nan"))],
+)
+def test_a_timing_that_is_no_number_of_seconds_is_refused_naming_it(field, value):
+    with pytest.raises(ScenarioError) as info:
+        job_to_podgroup({"name": "j", "queue": "q", "pods": [{}], field: value})
+    assert info.value.path == f"job.{field}"
+
+
 def test_a_topology_needs_a_label():
     with pytest.raises(ScenarioError) as info:
         job_to_podgroup({"name": "j", "queue": "q", "pods": [{}], "topology": {}})

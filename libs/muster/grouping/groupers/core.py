@@ -1,8 +1,10 @@
 """Kubernetes' own workloads: Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob.
 
-None of them is a gang in KAI. Deployment and Job pods each get their own
+None of them is a gang in KAI unless asked. Deployment pods each get their own
 group (named ``<owner>-<i>``, or the owner's name when there is one pod); a
-ReplicaSet, StatefulSet or CronJob run shares one group of min 1.
+ReplicaSet, StatefulSet or CronJob run shares one group of min 1. A batch Job
+shares one group too (since KAI v0.15; before, one group per pod), of min 1 or
+the Job's ``kai.scheduler/batch-min-member`` annotation.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from muster.names import JOB
 SPARK_APP_NAME = "spark-app-name"
 SPARK_APP_SELECTOR = "spark-app-selector"
 POD_GROUP_ANNOTATION = "pod-group-name"
+BATCH_MIN_MEMBER = "kai.scheduler/batch-min-member"
 
 
 def _template(spec: dict[str, Any], spath: str, *, role: str, count: int = 1):
@@ -85,13 +88,28 @@ def job_pods(spec: dict[str, Any], spath: str) -> int:
     return min(parallelism, completions)
 
 
+def batch_min_member(meta: Meta, path: str, default: int) -> int:
+    """The gang size a Job asks for with ``kai.scheduler/batch-min-member`` on its own metadata."""
+    return get_count(meta.annotations, BATCH_MIN_MEMBER, join(join(path, "metadata"), "annotations"), default)
+
+
 def group_job(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """One group for all the Job's pods (KAI v0.15), min 1 unless the Job asks for a gang."""
     spath = join(path, "spec")
     spec = require_map(obj, "spec", path)
-    template = _template(spec, spath, role="pod")
+    count = job_pods(spec, spath)
+    minimum = batch_min_member(meta, path, 1)
+    if count == 0:
+        return []
+    if minimum > count:
+        # KAI writes it and the pods wait forever; refusing says why at submission instead.
+        raise ManifestError(
+            join(join(join(path, "metadata"), "annotations"), BATCH_MIN_MEMBER),
+            f"asks for a gang of {minimum} pods but the Job runs {count} at once",
+        )
+    template = _template(spec, spath, role="pod", count=count)
     return [
-        Draft(name=name, kind="Job", top=meta, owners=(meta,), pods=(template,), min_available=1)
-        for name in per_pod_names(meta.name, job_pods(spec, spath))
+        Draft(name=meta.name, kind="Job", top=meta, owners=(meta,), pods=(template,), min_available=minimum)
     ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from muster.tolerances import EPS
 
 from ..capacity import limit_reason, quota_reason
+from ..preemption_delay import held_back_by_delay
 from ..session import Session
 from ..state import Job
 from . import solver
@@ -22,7 +23,7 @@ class ConsolidateAction:
     """``walk`` is how the pending jobs are walked in order."""
 
     name = "consolidate"
-    clock_dependent = False
+    clock_dependent = True  # a job's preemption delay ends with time alone
     walk = staticmethod(each_pending)
 
     def run(self, s: Session) -> None:
@@ -32,6 +33,8 @@ class ConsolidateAction:
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
     ) -> None:
+        if held_back_by_delay(s, job):
+            return
         if not job.preemptible or (job.topology is not None and job.topology.required):
             return
         if limit_reason(s, job, req) or quota_reason(s, job, req):

@@ -9,6 +9,7 @@ queue's allocation first.
 from __future__ import annotations
 
 from ..capacity import quota_reason
+from ..preemption_delay import held_back_by_delay
 from ..session import Session
 from ..state import Job
 from . import solver
@@ -26,6 +27,8 @@ class PreemptAction(VictimSearch):
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
     ) -> None:
+        if held_back_by_delay(s, job):
+            return
         if job.topology is not None and job.topology.required:
             return
         if quota_reason(s, job, req):

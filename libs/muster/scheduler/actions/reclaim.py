@@ -13,6 +13,7 @@ from __future__ import annotations
 from muster.tolerances import EPS
 
 from ..capacity import holds_over, over_limit, quota_reason, stays_within
+from ..preemption_delay import held_back_by_delay
 from ..reasons import RES_NAMES, amount
 from ..session import Session
 from ..state import Job
@@ -31,6 +32,8 @@ class ReclaimAction(VictimSearch):
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
     ) -> None:
+        if held_back_by_delay(s, job):
+            return
         if job.topology is not None and job.topology.required:
             return
         leaf = s.table.index[job.queue]

@@ -2,16 +2,24 @@
 
 A gang is stale while some pods run but fewer than min_available (or than a
 sub-group's minimum), and none has finished. Staleness starts at the clock
-of the first cycle that saw it (recorded in the state from CycleCompleted);
-a negative grace never evicts. Preemptibility does not protect.
+of the first cycle that saw it (recorded in the state from CycleCompleted).
+The grace is the job's own (KAI v0.17's per-PodGroup ``stalenessGracePeriod``)
+when it has one, else the allocator's; a negative grace never evicts.
+Preemptibility does not protect.
 """
 
 from __future__ import annotations
 
+from ..config import AllocatorConfig
 from ..reasons import _num
 from ..session import Session
-from ..state import is_stale
+from ..state import Job, is_stale
 from ..statement import Eviction, Statement
+
+
+def stale_grace(job: Job, config: AllocatorConfig) -> float:
+    """Seconds ``job`` may run below its minimum before it is evicted: its own grace, else the allocator's."""
+    return config.stale_gang_grace if job.stale_gang_grace is None else job.stale_gang_grace
 
 
 class StaleGangEvictionAction:
@@ -19,13 +27,13 @@ class StaleGangEvictionAction:
     clock_dependent = True
 
     def run(self, s: Session) -> None:
-        grace = s.config.stale_gang_grace
         state = s.state
-        if grace < 0 or not state.ledger.stale_candidates:
+        if not state.ledger.stale_candidates:
             return
         for name in sorted(state.ledger.stale_candidates):
             job = state.jobs[name]
-            if name in s.placed or name in s.evicted or not is_stale(job):
+            grace = stale_grace(job, s.config)
+            if grace < 0 or name in s.placed or name in s.evicted or not is_stale(job):
                 continue
             since = state.ledger.stale_since.get(name, s.clock)
             if s.clock - since < grace:

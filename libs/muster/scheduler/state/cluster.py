@@ -24,6 +24,7 @@ from muster import events as ev
 from muster.kernels import placement as pl
 from muster.kernels.share import device_share
 
+from ..preemption_delay import RE_ARMING_ACTIONS
 from .adoptions import Adoptions, AdoptionsImage
 from .ledger import LedgerImage, PodLedger
 from .nodes import NodesImage, NodeTable
@@ -230,6 +231,8 @@ class ClusterState:
             if job.node[i] >= 0:
                 self.node_table.move(job.pods[i], job.node[i], job.gpus[i], job.share[i], +1)
             self._transition(job, i, RELEASING)
+            if event.action in RE_ARMING_ACTIONS:
+                self.ledger.evicted_unclocked.add(job.name)
 
     def _pod_evicted(self, event: ev.PodEvicted) -> None:
         job, i, st = self._pod_state(event)
@@ -278,6 +281,7 @@ class ClusterState:
 
     def _advance_clock(self, clock: float) -> None:
         self.clock = clock if self.clock is None else max(self.clock, clock)
+        self.ledger.note_evictions(clock)
         self.ledger.note_stale(clock)
         self.usage.forget_before(self.clock)
 

@@ -31,6 +31,8 @@ class LedgerImage(msgspec.Struct, kw_only=True):
     stale_candidates: list[str]
     stale_since: dict[str, float]
     shapes: list[ShapeImage]
+    evicted_unclocked: list[str]
+    preemption_delay_used: bool
 
 
 class PodLedger:
@@ -53,6 +55,11 @@ class PodLedger:
         self.stale_since: dict[str, float] = {}
         """When each stale gang was first seen so, by the clock of the CycleCompleted that saw it."""
         self.shapes: dict[tuple[str, tuple[PodReq, ...]], int] = {}
+        self.evicted_unclocked: set[str] = set()
+        """Jobs reclaim, preempt or consolidate evicted a pod of since the last CycleCompleted, whose clock
+        becomes their ``last_evicted_at`` (an eviction comes before the CycleCompleted of its cycle)."""
+        self.preemption_delay_used = False
+        """Whether some job ever had a preemption delay: only then can time alone end one."""
         """(pool, pod requests) -> id, numbered in order of first appearance in the log (see ``Job.shape``)."""
         self._pending_sorted: list[str] = []
         self._pending_added: list[str] = []
@@ -85,6 +92,8 @@ class PodLedger:
             subgroups={sg.name: sg.min_available for sg in e.subgroups},
             topology=e.topology,
             min_runtime=e.min_runtime,
+            stale_gang_grace=e.stale_gang_grace,
+            preemption_delay=e.preemption_delay,
             state=[PENDING] * n,
             node=[-1] * n,
             gpus=[()] * n,
@@ -97,6 +106,7 @@ class PodLedger:
         if n and plain and not job.subgroups and job.topology is None and max(job.min_available, 1) >= n:
             job.shape = self._shape(job.pool, key, requests)
         self.jobs[e.name] = job
+        self.preemption_delay_used = self.preemption_delay_used or bool(e.preemption_delay)
         if n and job.name not in self.pending_jobs:
             self.pending_jobs.add(job.name)
             self._pending_added.append(job.name)
@@ -112,6 +122,7 @@ class PodLedger:
             self._pending_removed = True
         self.stale_candidates.discard(name)
         self.stale_since.pop(name, None)
+        self.evicted_unclocked.discard(name)
 
     def _pod_requests(self, specs: list[ev.PodSpec], runtime: str) -> tuple[bytes, tuple[PodReq, ...], bool]:
         """(key, every pod's request, whether they may share a shape) of a job's pod specs, in a group of
@@ -177,6 +188,12 @@ class PodLedger:
                 if s == slot and job.state[i] in (*HOLDING, RELEASING):
                     job.node[i] = -1
 
+    def note_evictions(self, clock: float) -> None:
+        """Stamp the jobs evicted since the last cycle record with that cycle's ``clock``."""
+        for name in sorted(self.evicted_unclocked):
+            self.jobs[name].last_evicted_at = clock
+        self.evicted_unclocked.clear()
+
     def note_stale(self, clock: float) -> None:
         """Time the grace of every gang seen stale at ``clock`` for the first time; forget recovered ones."""
         for name in sorted(self.stale_candidates):
@@ -215,6 +232,8 @@ class PodLedger:
             stale_candidates=sorted(self.stale_candidates),
             stale_since=self.stale_since,
             shapes=[ShapeImage(pool, list(pods), id) for (pool, pods), id in self.shapes.items()],
+            evicted_unclocked=sorted(self.evicted_unclocked),
+            preemption_delay_used=self.preemption_delay_used,
         )
 
     @classmethod
@@ -229,6 +248,8 @@ class PodLedger:
         ledger.stale_candidates = set(image.stale_candidates)
         ledger.stale_since = image.stale_since
         ledger.shapes = {(s.pool, tuple(s.pods)): s.id for s in image.shapes}
+        ledger.evicted_unclocked = set(image.evicted_unclocked)
+        ledger.preemption_delay_used = image.preemption_delay_used
         return ledger
 
 

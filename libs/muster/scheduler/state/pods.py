@@ -127,6 +127,12 @@ class Job:
     shape: int = -1
     """For a job placed whole in one attempt (no sub-groups or topology, min_available covering every pod,
     no gpu-memory pod): an id shared by every job of the same pool and pod requests; else -1."""
+    stale_gang_grace: float | None = None
+    """Its own stale-gang grace in seconds (negative: never evicted); None: the allocator's."""
+    preemption_delay: float | None = None
+    """Seconds after ``submitted_at`` or ``last_evicted_at`` it may not make anyone be evicted (None, 0: none)."""
+    last_evicted_at: float | None = None
+    """Clock of the last cycle that reclaim, preempt or consolidate evicted one of its pods in."""
 
     @property
     def status(self) -> str:
