@@ -15,6 +15,7 @@ from muster.kernels.share import device_share
 
 from . import reasons, subgroup_tree
 from .config import AllocatorConfig
+from .gang import elastic_state
 from .ordering import QueueShares
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
 from .queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
@@ -77,6 +78,14 @@ class Session:
     def active(self, job: Job) -> int:
         """Pods of the job binding, bound or pipelined, counting this session's placements."""
         return job.n_active - len(self.evicted.get(job.name, ())) + len(self.placed.get(job.name, {}))
+
+    def elastic(self, job: Job) -> int:
+        """The job's elastic state for job order (§3.1): 0 below its minimum, 1 at it, 2 above; on a
+        sub-group tree judged per leaf."""
+        if not job.subgroups:
+            return int(elastic_state(self.active(job), job.min_available))
+        tree = job.tree
+        return subgroup_tree.leaf_elastic_state(tree, self.leaf_counts(job))
 
     def victim_pods(self, job: Job) -> list[int]:
         """Pods of the job that may be evicted now (binding or bound, untouched this session), newest index first."""

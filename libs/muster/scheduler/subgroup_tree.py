@@ -82,6 +82,15 @@ def leaf_below_minimum(tree: Tree, counts: Sequence[int]) -> bool:
     return any(counts[k] < tree.need[k] for k in tree.leaf_of.values())
 
 
+def leaf_elastic_state(tree: Tree, counts: Sequence[int]) -> int:
+    """Job order's elastic state judged per leaf (§3.1, KAI-literal: ``min_subgroup`` is not consulted):
+    0 if some leaf is below its minimum, 1 if every leaf is exactly at it, else 2."""
+    leaves = tree.leaf_of.values()
+    if any(counts[k] < tree.need[k] for k in leaves):
+        return 0
+    return 1 if all(counts[k] == tree.need[k] for k in leaves) else 2
+
+
 def ordered(tree: Tree, node: int, score: Sequence[int], sat: Sequence[bool]) -> list[int]:
     """The node's children in sub-group order (§14.4): unsatisfied first, then satisfied ones with a
     threshold before those without, the least filled first, then by name."""

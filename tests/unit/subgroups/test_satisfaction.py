@@ -6,6 +6,7 @@ from muster.events import SubGroup as SG
 from muster.scheduler.subgroup_tree import (
     eviction_unit,
     leaf_below_minimum,
+    leaf_elastic_state,
     pods_to_place,
     satisfied,
     scores,
@@ -140,3 +141,10 @@ def test_a_set_above_its_need_gives_a_whole_child():
     unit, survives = eviction_unit(TWO_SETS, counts(TWO_SETS, a_0=1, a_1=1, b_0=1, b_1=1), evictable)
     assert survives and len(unit) == 2
     assert unit in ([0, 1], [2, 3])
+
+
+def test_job_order_judges_the_elastic_state_per_leaf():
+    # §3.1: below if any leaf is below, at if every leaf is exactly at its minimum, else above
+    assert leaf_elastic_state(RAY, counts(RAY, headgroup=1, group_a=3, group_b=0)) == 0
+    assert leaf_elastic_state(RAY, counts(RAY, headgroup=1, group_a=1, group_b=1)) == 1
+    assert leaf_elastic_state(RAY, counts(RAY, headgroup=1, group_a=2, group_b=1)) == 2

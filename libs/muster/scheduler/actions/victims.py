@@ -86,7 +86,7 @@ def _res(job: Job, pods: list[int]) -> tuple[float, float, float]:
 
 def victim_job_key(s: Session, job: Job) -> tuple:
     """Inside a leaf queue: lowest priority, above min_available, newest, then name (reversed)."""
-    above = s.active(job) > job.min_available
+    above = s.elastic(job) == 2
     return (job.priority, not above, -job.submitted_at, _reverse(job.name))
 
 
