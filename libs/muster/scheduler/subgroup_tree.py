@@ -82,6 +82,15 @@ def leaf_below_minimum(tree: Tree, counts: Sequence[int]) -> bool:
     return any(counts[k] < tree.need[k] for k in tree.leaf_of.values())
 
 
+def short_leaves(tree: Tree, counts: Sequence[int]) -> list[tuple[str, int, int]]:
+    """(name, active, minimum) of every leaf below its own minimum, in the order listed."""
+    return [
+        (tree.names[k], counts[k], tree.need[k])
+        for k in sorted(tree.leaf_of.values())
+        if counts[k] < tree.need[k]
+    ]
+
+
 def leaf_elastic_state(tree: Tree, counts: Sequence[int]) -> int:
     """Job order's elastic state judged per leaf (§3.1, KAI-literal: ``min_subgroup`` is not consulted):
     0 if some leaf is below its minimum, 1 if every leaf is exactly at it, else 2."""

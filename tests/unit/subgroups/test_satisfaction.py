@@ -10,6 +10,7 @@ from muster.scheduler.subgroup_tree import (
     pods_to_place,
     satisfied,
     scores,
+    short_leaves,
     tree_of,
 )
 
@@ -148,3 +149,9 @@ def test_job_order_judges_the_elastic_state_per_leaf():
     assert leaf_elastic_state(RAY, counts(RAY, headgroup=1, group_a=3, group_b=0)) == 0
     assert leaf_elastic_state(RAY, counts(RAY, headgroup=1, group_a=1, group_b=1)) == 1
     assert leaf_elastic_state(RAY, counts(RAY, headgroup=1, group_a=2, group_b=1)) == 2
+
+
+def test_the_short_leaves_are_named_with_their_counts():
+    assert short_leaves(SEGMENTED, counts(SEGMENTED, master=1, worker_0=2, worker_1=1)) == [
+        ("worker-1", 1, 2)
+    ]
