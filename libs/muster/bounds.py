@@ -26,6 +26,7 @@ from typing import Any
 
 from muster import events as ev
 from muster.names import JOB, MAX_NAME, NODE, POOL, QUEUE, TENANT, Rule, quoted
+from muster.subgroups import SubGroupError, check_tree
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 """Postgres ``integer``: priorities, pod indices, cycles, epochs, pod counts are stored in one."""
@@ -197,6 +198,7 @@ def pod_group_fits(g: ev.PodGroupCreated) -> bool:
         and INT32_MIN <= g.priority <= INT32_MAX
         and 0 <= g.min_available <= MAX_PODS_PER_GROUP
         and (not g.subgroups or all(0 <= s.min_available <= MAX_PODS_PER_GROUP for s in g.subgroups))
+        and _tree_fits(g)
         and JOB.fits(g.name)
         and QUEUE.fits(g.queue)
         and POOL.fits(g.pool)
@@ -229,6 +231,21 @@ def _pod_group_walk(g: ev.PodGroupCreated) -> None:
     _range(".min_available", g.min_available, 0, MAX_PODS_PER_GROUP)
     for k, sub in enumerate(g.subgroups):
         _range(f".subgroups[{k}].min_available", sub.min_available, 0, MAX_PODS_PER_GROUP)
+    try:
+        check_tree(g.subgroups, g.min_subgroup, [p.subgroup for p in g.pods])
+    except SubGroupError as exc:
+        raise OutOfBounds(f".{exc.field}", exc.message) from None
+
+
+def _tree_fits(g: ev.PodGroupCreated) -> bool:
+    """Whether the group's sub-group tree is well formed (``muster.subgroups``)."""
+    if not g.subgroups and g.min_subgroup is None:
+        return True
+    try:
+        check_tree(g.subgroups, g.min_subgroup, [p.subgroup for p in g.pods])
+    except SubGroupError:
+        return False
+    return True
 
 
 def _node_spec(path: str, node: ev.NodeSpec) -> None:

@@ -166,8 +166,15 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 
 class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A node of a job's sub-group tree (kai-semantics.md §14): a leaf holds pods and needs
+    ``min_available`` of them active; a parent (named by another's ``parent``) needs ``min_subgroup``
+    of its direct children satisfied (None: all of them)."""
+
     name: str
-    min_available: int
+    min_available: int = 0
+    parent: str | None = None
+    """The sub-group this one belongs to; None: the job itself (a log without trees: every sub-group)."""
+    min_subgroup: int | None = None
 
 
 class Topology(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -273,6 +280,8 @@ class PodGroupCreated(_Event, tag="PodGroupCreated", kw_only=True):
     submitted_at: float = 0.0
     pods: list[PodSpec] = []
     subgroups: list[SubGroup] = []
+    min_subgroup: int | None = None
+    """How many top-level sub-groups must be satisfied (KAI's minSubGroup on the PodGroup); None: all."""
     topology: Topology | None = None
     min_runtime: float | None = None
     duration: float | None = None

@@ -27,9 +27,22 @@ def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
+def _subgroups_json(event: PodGroupCreated) -> list[dict[str, Any]]:
+    """Flat sub-groups as name and min_available; those of a tree with their parent and either
+    min_available (a leaf) or min_subgroup (a parent), as cli.md says."""
+    parents = {s.parent for s in event.subgroups if s.parent is not None}
+    if not parents and event.min_subgroup is None and all(s.min_subgroup is None for s in event.subgroups):
+        return [{"name": s.name, "min_available": s.min_available} for s in event.subgroups]
+    return [
+        {"name": s.name, "parent": s.parent}
+        | ({"min_subgroup": s.min_subgroup} if s.name in parents else {"min_available": s.min_available})
+        for s in event.subgroups
+    ]
+
+
 def group_json(event: PodGroupCreated) -> dict[str, Any]:
     """One group in cli.md's ``muster group --json`` shape."""
-    return {
+    out = {
         "name": event.name,
         "kind": event.kind,
         "queue": event.queue,
@@ -39,7 +52,7 @@ def group_json(event: PodGroupCreated) -> dict[str, Any]:
         "min_available": event.min_available,
         "runtime": event.runtime,
         "pods_total": sum(p.count for p in event.pods),
-        "subgroups": [{"name": s.name, "min_available": s.min_available} for s in event.subgroups],
+        "subgroups": _subgroups_json(event),
         "pods": [
             {
                 "role": p.role,
@@ -53,6 +66,9 @@ def group_json(event: PodGroupCreated) -> dict[str, Any]:
             for p in event.pods
         ],
     }
+    if event.min_subgroup is not None:
+        out["min_subgroup"] = event.min_subgroup
+    return out
 
 
 def _resources_text(pod: Any) -> str:
@@ -81,8 +97,16 @@ def _text(events: list[PodGroupCreated]) -> str:
         )
         lines.append(f"  gang: {e.min_available} of {total} pods")
         lines.append(f"  runtime: {e.runtime} (only nodes that run {e.runtime} pods take them)")
+        if e.min_subgroup is not None:
+            lines.append(f"  sub-groups needed: {e.min_subgroup}")
+        parents = {s.parent for s in e.subgroups if s.parent is not None}
         for s in e.subgroups:
-            lines.append(f"  sub-group {s.name}: min {s.min_available}")
+            under = f" (in {s.parent})" if s.parent else ""
+            if s.name in parents:
+                need = "all" if s.min_subgroup is None else s.min_subgroup
+                lines.append(f"  sub-group {s.name}{under}: needs {need} of its sub-groups")
+            else:
+                lines.append(f"  sub-group {s.name}{under}: min {s.min_available}")
         for p in e.pods:
             extra = f" [{p.subgroup}]" if p.subgroup else ""
             selector = f" on {p.node_selector}" if p.node_selector else ""

@@ -192,6 +192,7 @@ def _pod_spec(pod: m.Pod) -> ev.PodSpec:
         gpu_models=list(pod.gpu_models),
         tolerations=tolerations,
         node_affinity=node_affinity,
+        subgroup=pod.subgroup,
     )
 
 
@@ -213,8 +214,9 @@ def job_to_podgroup(
     pods = job_pods(job, path)
     total = sum(spec.count for spec in pods)
     min_available = total if job.min_available is None else job.min_available
-    if not 1 <= min_available <= total:
-        raise ScenarioError(join(path, "min_available"), f"must be between 1 and the job's {total} pods")
+    if not 0 <= min_available <= total:
+        # 0: no gang, every pod placed as it fits (KAI's minMember 0, kai-semantics.md §11)
+        raise ScenarioError(join(path, "min_available"), f"must be between 0 and the job's {total} pods")
     if job.priority is not None:
         priority = job.priority
     elif job.priority_class is not None:
@@ -247,6 +249,8 @@ def job_to_podgroup(
         min_available=min_available,
         submitted_at=job.submitted_at,
         pods=pods,
+        subgroups=_subgroups(job, path),
+        min_subgroup=job.min_subgroup,
         topology=topology,
         min_runtime=job.min_runtime,
         duration=job.duration,
@@ -257,6 +261,30 @@ def job_to_podgroup(
     )
     _within_bounds(bounds.check_pod_group, group, path)
     return group
+
+
+def _subgroups(job: m.Job, path: str) -> list[ev.SubGroup]:
+    """The job's sub-group tree as events spell it; the tree itself is checked with the group
+    (``muster.subgroups`` through ``muster.bounds``)."""
+    parents = {sub.parent for sub in job.subgroups}
+    out = []
+    for k, sub in enumerate(job.subgroups):
+        at = join(join(path, "subgroups"), k)
+        if sub.topology is not None:
+            raise ScenarioError(join(at, "topology"), "a sub-group's own topology is not supported yet")
+        if sub.min_available is not None and sub.min_subgroup is not None:
+            raise ScenarioError(at, "give min_available (a leaf) or min_subgroup (a parent), not both")
+        if sub.name not in parents and sub.min_available is None:
+            raise ScenarioError(join(at, "min_available"), "a leaf sub-group needs min_available")
+        out.append(
+            ev.SubGroup(
+                name=sub.name,
+                parent=sub.parent,
+                min_available=sub.min_available or 0,
+                min_subgroup=sub.min_subgroup,
+            )
+        )
+    return out
 
 
 def _within_bounds(check: Any, value: Any, path: str) -> None:

@@ -99,6 +99,20 @@ class Pod(_Strict):
     tolerations: list[Any] = []
     affinity: dict[str, Any] | None = None
     """core/v1 Tolerations and Affinity, checked by ``muster.pod_constraints`` (v1.1)."""
+    subgroup: str = ""
+    """The leaf sub-group this entry's pods belong to ('': the job directly)."""
+
+
+class SubGroup(_Strict):
+    """One node of a job's sub-group tree (v1.1): a leaf needs ``min_available`` pods, a parent
+    ``min_subgroup`` of its children (default: all)."""
+
+    name: str
+    parent: str | None = None
+    min_available: int | None = None
+    min_subgroup: int | None = None
+    topology: Topology | None = None
+    """Read so that it can be refused by name: the allocator does not honour a sub-group's own topology."""
 
 
 class Running(_Strict):
@@ -118,6 +132,8 @@ class Job(_Strict):
     duration: float | None = None
     min_runtime: float | None = None
     topology: Topology | None = None
+    min_subgroup: int | None = None
+    subgroups: list[SubGroup] = []
     pods: list[Pod] = []
     running: list[Running] = []
     started_at: float = 0.0

@@ -594,7 +594,7 @@ def _allocate_jobs(
     for j in np.flatnonzero(~plain).tolist():
         job = jobs[j]
         req[j] = to_place(j)[1]
-        elastic[j] = elastic_state(s.active(job), job.min_available)
+        elastic[j] = s.elastic(job)
     shapes, shape_keys, shape_reqs = _shapes(s, shape_jobs)
     plain = job_shape >= 0
     if shape_reqs.shape[0]:
@@ -672,7 +672,7 @@ def _try_in_python(
         if k is not None and key in failed_shapes:
             shapes.failed[k] = True
     if again:
-        arrays.elastic[j] = elastic_state(s.active(job), job.min_available)
+        arrays.elastic[j] = s.elastic(job)
         arrays.req[j] = to_place(j)[1]
     return again
 
@@ -735,7 +735,7 @@ def visit(s: Session, leaf_jobs: dict[int, list[Job]], fn: Visit) -> None:
         requests[j] = (pods, s.request_of(job, pods))
         req[j] = requests[j][1]
         skip[j] = not pods
-        elastic[j] = elastic_state(s.active(job), job.min_available)
+        elastic[j] = s.elastic(job)
     arrays = _job_arrays(jobs, leaf_of, np.full(nj, -1, dtype=np.int64), min_available, elastic, req, skip)
     tree, order = _tree(s, arrays, leaf_jobs)
     _build(tree, arrays, order)

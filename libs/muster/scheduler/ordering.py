@@ -16,8 +16,6 @@ import numpy as np
 from muster.kernels.jit import njit
 from muster.tolerances import UNLIMITED
 
-from .gang import elastic_state
-
 DRF_NO_SHARE_MULTIPLIER = 1000.0
 
 
@@ -76,9 +74,9 @@ _queue_key = queue_key.py_func
 _smaller_share = smaller_share.py_func
 
 
-def job_key(priority: int, active: int, min_available: int, submitted_at: float, name: str) -> tuple:
-    """``job_order`` of a job by its name."""
-    return _job_order(-priority, elastic_state(active, min_available), submitted_at, name)
+def job_key(priority: int, elastic: int, submitted_at: float, name: str) -> tuple:
+    """``job_order`` of a job by its name, given its elastic state (``Session.elastic``)."""
+    return _job_order(-priority, elastic, submitted_at, name)
 
 
 class QueueShares:

@@ -13,12 +13,13 @@ from muster import events as ev
 from muster.kernels import placement as pl
 from muster.kernels.share import device_share
 
-from . import reasons
+from . import reasons, subgroup_tree
 from .config import AllocatorConfig
+from .gang import elastic_state
 from .ordering import QueueShares
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
 from .queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
-from .state import ALLOCATED, PENDING, ClusterState, Job, Offer, gpu_accounting, planes
+from .state import ACTIVE, ALLOCATED, PENDING, ClusterState, Job, Offer, gpu_accounting, leaf_counts, planes
 
 
 class Session:
@@ -74,17 +75,17 @@ class Session:
 
     # -- what a job has and wants ---------------------------------------------------------------
 
-    def active(self, job: Job, subgroup: str | None = None) -> int:
+    def active(self, job: Job) -> int:
         """Pods of the job binding, bound or pipelined, counting this session's placements."""
-        placed = self.placed.get(job.name, {})
-        evicted = self.evicted.get(job.name, ())
-        if subgroup is None:
-            return job.n_active - len(evicted) + len(placed)
-        count = 0
-        for i, req in enumerate(job.pods):
-            if req.subgroup == subgroup and ((job.state[i] in (1, 2, 3) and i not in evicted) or i in placed):
-                count += 1
-        return count
+        return job.n_active - len(self.evicted.get(job.name, ())) + len(self.placed.get(job.name, {}))
+
+    def elastic(self, job: Job) -> int:
+        """The job's elastic state for job order (§3.1): 0 below its minimum, 1 at it, 2 above; on a
+        sub-group tree judged per leaf."""
+        if not job.subgroups:
+            return int(elastic_state(self.active(job), job.min_available))
+        tree = job.tree
+        return subgroup_tree.leaf_elastic_state(tree, self.leaf_counts(job))
 
     def victim_pods(self, job: Job) -> list[int]:
         """Pods of the job that may be evicted now (binding or bound, untouched this session), newest index first."""
@@ -116,22 +117,38 @@ class Session:
         return [i for i, s in enumerate(job.state) if s == PENDING and i not in placed]
 
     def pods_to_place(self, job: Job) -> list[int]:
-        """The missing pods of every gang below min_available, or else one more pod (§5.1)."""
+        """The missing pods of a gang below its minimum, or else one more pod (§5.1); on a sub-group tree,
+        the tree walk's pods (§14.3), then pods that belong to no leaf one at a time."""
         pending = self.pending_pods(job)
         if not pending:
             return []
         if not job.subgroups:
             missing = job.min_available - self.active(job)
             return pending[: max(missing, 1)]
-        groups = sorted({req.subgroup for req in job.pods})
-        wanted: list[int] = []
-        for g in groups:
-            need = job.subgroups.get(g, 0) - self.active(job, g)
-            if need > 0:
-                wanted.extend([i for i in pending if job.pods[i].subgroup == g][:need])
-        if wanted or any(job.subgroups.get(g, 0) > self.active(job, g) for g in groups):
-            return sorted(wanted)
-        return pending[:1]
+        tree = job.tree
+        by_leaf: dict[int, list[int]] = {}
+        loose: list[int] = []
+        for i in pending:
+            node = tree.leaf_of.get(job.pods[i].subgroup)
+            if node is None:
+                loose.append(i)
+            else:
+                by_leaf.setdefault(node, []).append(i)
+        counts = self.leaf_counts(job)
+        wanted = subgroup_tree.pods_to_place(tree, counts, by_leaf)
+        if wanted or not subgroup_tree.satisfied(tree, counts):
+            return wanted
+        return loose[:1]
+
+    def leaf_counts(self, job: Job) -> list[int]:
+        """Active pods per node of the job's sub-group tree, counting this session's placements and
+        evictions."""
+        placed = self.placed.get(job.name, {})
+        evicted = self.evicted.get(job.name, ())
+        state = job.state
+        return leaf_counts(
+            job.tree, job.pods, lambda i: (state[i] in ACTIVE and i not in evicted) or i in placed
+        )
 
     def request_of(self, job: Job, pods: list[int]) -> tuple[float, float, float]:
         """Queue-accounting request of ``pods`` before placement (gpu-memory pods by the smallest device)."""

@@ -32,11 +32,12 @@ from muster.scheduler.fold import AllocatorFold
 from muster.scheduler.state import ClusterState, StateImage
 from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
-FORMAT = 6
+FORMAT = 7
 """Bumped whenever the image changes shape or meaning: older snapshots are then skipped, not misread.
 (3: a queue's allocated sums count its pipelined pods. 4: nodes say what they run, pods what they are.
 5: nodes carry taints, pods tolerations and required node affinity.
-6: jobs hold their own stale-gang grace, preemption delay and last eviction time.)"""
+6: jobs hold their own stale-gang grace, preemption delay and last eviction time.
+7: a job holds its sub-group tree and min_subgroup.)"""
 
 FIELD_ORDER = (
     "pools",

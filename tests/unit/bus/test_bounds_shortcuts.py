@@ -79,6 +79,18 @@ def test_a_group_that_does_not_fit_is_refused_naming_the_field():
         bounds.check_pod_group(group("cpu", MAX_CPU_MILLIS + 1))
 
 
+def test_a_malformed_sub_group_tree_is_refused_at_admission_naming_the_field():
+    g = ev.PodGroupCreated(
+        name="j",
+        queue="q",
+        subgroups=[ev.SubGroup(name="a", parent="b", min_available=1), ev.SubGroup(name="b")],
+        pods=[ev.PodSpec(subgroup="a")],
+    )
+    assert not bounds.pod_group_fits(g)
+    with pytest.raises(bounds.OutOfBounds, match=r"^\$\.subgroups\[0\]\.parent: "):
+        bounds.check_pod_group(g)
+
+
 def nested(depth: int, leaves: int = 2) -> object:
     """Mappings and lists alternating ``depth`` levels deep, with scalars beside each level."""
     value: object = ["leaf"] * leaves

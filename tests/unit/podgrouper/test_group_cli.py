@@ -53,6 +53,41 @@ def test_json_cpu_is_in_cores(tmp_path, capsys):
     assert resources == {"gpu": 0, "cpu": 0.25, "memory": 2**30}
 
 
+SEGMENTED_LWS = """
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l}
+spec:
+  leaderWorkerTemplate:
+    size: 4
+    subGroupPolicy: {subGroupSize: 2}
+    workerTemplate: {spec: {containers: [{name: c}]}}
+"""
+
+
+def test_json_tree_entries_have_a_parent_and_a_leaf_or_set_minimum(tmp_path, capsys):
+    path = tmp_path / "lws.yaml"
+    path.write_text(SEGMENTED_LWS)
+    assert run(["group", str(path), "--json"]) == 0
+    [group] = json.loads(capsys.readouterr().out)["groups"]
+    assert group["subgroups"] == [
+        {"name": "segment-0", "parent": None, "min_subgroup": 2},
+        {"name": "leader", "parent": "segment-0", "min_available": 1},
+        {"name": "workers", "parent": "segment-0", "min_available": 1},
+        {"name": "segment-1", "parent": None, "min_available": 2},
+    ]
+    assert "min_subgroup" not in group  # KAI sets none on the LWS PodGroup itself
+
+
+def test_text_output_shows_where_each_sub_group_hangs(tmp_path, capsys):
+    path = tmp_path / "lws.yaml"
+    path.write_text(SEGMENTED_LWS)
+    assert run(["group", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sub-group segment-0: needs 2 of its sub-groups" in out
+    assert "sub-group leader (in segment-0): min 1" in out
+
+
 def test_text_output_reads_as_a_summary(tmp_path, capsys):
     path = tmp_path / "job.yaml"
     path.write_text(

@@ -178,28 +178,53 @@ spec:
     ]
 
 
-def test_pytorch_segment_size_splits_workers_into_segments():
-    group = only(
-        group_yaml("""
+def _pytorch_segmented(workers: int, size: int, extra: str = "") -> str:
+    return f"""
 apiVersion: kubeflow.org/v1
 kind: PyTorchJob
-metadata: {name: p}
+metadata: {{name: p}}
 spec:
+  {extra}
   pytorchReplicaSpecs:
     Worker:
-      replicas: 5
+      replicas: {workers}
       template:
-        metadata: {annotations: {kai.scheduler/segment-size: "2"}}
-        spec: {containers: [{name: c}]}
-""")
-    )
-    assert [(s.name, s.min_available) for s in group.subgroups] == [
-        ("worker", 5),
-        ("worker-0", 2),
-        ("worker-1", 2),
-        ("worker-2", 1),
+        metadata: {{annotations: {{kai.scheduler/segment-size: "{size}"}}}}
+        spec: {{containers: [{{name: c}}]}}
+"""
+
+
+def _tree(group) -> list[tuple]:
+    return [(s.name, s.parent, s.min_subgroup, s.min_available) for s in group.subgroups]
+
+
+def test_pytorch_segment_size_makes_worker_a_set_of_all_its_segments():
+    # podgrouper-rules.md §4.6/§4.17: `worker` carries minSubGroup = #segments and no minMember
+    group = only(group_yaml(_pytorch_segmented(5, 2)))
+    assert _tree(group) == [
+        ("worker", None, 3, 0),
+        ("worker-0", "worker", None, 2),
+        ("worker-1", "worker", None, 2),
+        ("worker-2", "worker", None, 1),
     ]
     assert [(p.subgroup, p.count) for p in group.pods] == [("worker-0", 2), ("worker-1", 2), ("worker-2", 1)]
+
+
+def test_pytorch_segments_beyond_the_elastic_minimum_are_optional():
+    # minReplicas 3 with segments of 2: segments 0 and 1 cover the minimum (rounded up), 2 and 3 need nothing
+    group = only(group_yaml(_pytorch_segmented(8, 2, "elasticPolicy: {minReplicas: 3}")))
+    assert [(s.name, s.min_available) for s in group.subgroups[1:]] == [
+        ("worker-0", 2),
+        ("worker-1", 2),
+        ("worker-2", 0),
+        ("worker-3", 0),
+    ]
+
+
+def test_pytorch_more_than_ten_thousand_segments_is_refused():
+    with pytest.raises(ManifestError) as err:
+        group_yaml(_pytorch_segmented(10_001, 1))
+    assert err.value.path.endswith("annotations.kai.scheduler/segment-size")
 
 
 def test_xgboostjob_needs_a_master():
@@ -284,25 +309,40 @@ spec:
     assert total_pods(group) == 3
 
 
-def test_lws_segments_count_the_leader_in_the_first():
-    group = only(
-        group_yaml("""
+def _lws(size: int, segment: int) -> str:
+    return f"""
 apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet
-metadata: {name: l}
+metadata: {{name: l}}
 spec:
   leaderWorkerTemplate:
-    size: 4
-    subGroupPolicy: {subGroupSize: 2}
-    workerTemplate: {spec: {containers: [{name: c}]}}
-""")
-    )
+    size: {size}
+    subGroupPolicy: {{subGroupSize: {segment}}}
+    workerTemplate: {{spec: {{containers: [{{name: c}}]}}}}
+"""
+
+
+def test_lws_segments_count_the_leader_in_the_first():
+    # size 4, segments of 2: the 3 workers do not split evenly, so the leader takes a place in segment-0
+    group = only(group_yaml(_lws(4, 2)))
+    assert _tree(group) == [
+        ("segment-0", None, 2, 0),
+        ("leader", "segment-0", None, 1),
+        ("workers", "segment-0", None, 1),
+        ("segment-1", None, None, 2),
+    ]
+
+
+def test_lws_leader_rides_on_top_of_segment_zero_when_workers_split_evenly():
+    # size 5, segments of 2: 4 workers make two whole segments, the leader is an extra pod of segment-0
+    group = only(group_yaml(_lws(5, 2)))
     assert [(s.name, s.min_available) for s in group.subgroups] == [
-        ("segment-0", 2),
+        ("segment-0", 0),
         ("leader", 1),
-        ("workers", 1),
+        ("workers", 2),
         ("segment-1", 2),
     ]
+    assert sum(p.count for p in group.pods) == 5
 
 
 def test_lws_size_is_required():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from muster.events import SubGroup
 from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
 
 from .support import GI, MANIFESTS, MI, group_file, manifest_docs, only, pods_by_role, total_pods
 
@@ -202,6 +203,20 @@ def test_pytorchjob_has_master_and_worker_subgroups():
         SubGroup(name="worker", min_available=2),
     ]
     assert {p.role: p.subgroup for p in group.pods} == {"master": "master", "worker": "worker"}
+
+
+def test_kai_pytorchjob_with_a_segment_size_groups_its_workers_under_a_worker_set():
+    (doc,) = manifest_docs("pytorchjob/kai__pytorch-job.yaml")
+    worker = doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    worker["metadata"] = {"annotations": {"kai.scheduler/segment-size": "1"}}
+    group = only(group_manifests([doc]))
+    assert group.subgroups == [
+        SubGroup(name="master", min_available=1),
+        SubGroup(name="worker", min_subgroup=2),
+        SubGroup(name="worker-0", parent="worker", min_available=1),
+        SubGroup(name="worker-1", parent="worker", min_available=1),
+    ]
+    assert [(p.subgroup, p.count) for p in group.pods] == [("master", 1), ("worker-0", 1), ("worker-1", 1)]
 
 
 def test_elastic_pytorchjob_min_replicas_is_the_whole_gang():

@@ -38,6 +38,8 @@ REQUIRED_REPLICAS = {
     "MPIJob": ("Launcher", "Worker"),
 }
 SEGMENT_SIZE = "kai.scheduler/segment-size"
+MAX_SEGMENTS = 10_000
+"""KAI refuses to group a job split into more segments than this (v0.17)."""
 # Coordinators first, then workers: a stable order for the pods of a group.
 _ROLE_ORDER = {"Master": 0, "Chief": 0, "Launcher": 0, "PS": 1, "Worker": 2}
 
@@ -120,7 +122,13 @@ def group_mpi(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
     return _draft(meta, [t for _, _, t in specs], min_available)
 
 
-def _segments(worker: PodTemplate, path: str) -> tuple[list[SubGroup], list[PodTemplate]] | None:
+def _segments(
+    worker: PodTemplate, path: str, minimum: int
+) -> tuple[list[SubGroup], list[PodTemplate]] | None:
+    """The ``worker-<i>`` leaves under the ``worker`` set (podgrouper-rules.md §4.6): segments that
+    cover the worker minimum (``minimum``) need their size, the job's last one its remainder; the
+    segments beyond are optional (min 0), so the job starts once its minimum runs and is not stale
+    without them."""
     raw = worker.annotations.get(SEGMENT_SIZE)
     if raw is None:
         return None
@@ -133,10 +141,18 @@ def _segments(worker: PodTemplate, path: str) -> tuple[list[SubGroup], list[PodT
         raise ManifestError(join(apath, SEGMENT_SIZE), f"must be positive, got {size}")
     workers = worker.pod.count
     parts = math.ceil(workers / size)
+    if parts > MAX_SEGMENTS:
+        raise ManifestError(
+            join(apath, SEGMENT_SIZE), f"{workers} workers make {parts} segments, more than {MAX_SEGMENTS}"
+        )
     sizes = [size] * (parts - 1) + [workers - size * (parts - 1)]
-    subgroups = [SubGroup(name=f"worker-{i}", min_available=n) for i, n in enumerate(sizes)]
+    mandatory = math.ceil(minimum / size)
+    subgroups = [
+        SubGroup(name=f"worker-{i}", parent="worker", min_available=n if i < mandatory else 0)
+        for i, n in enumerate(sizes)
+    ]
     pods = [worker.with_pod(count=n, subgroup=f"worker-{i}") for i, n in enumerate(sizes)]
-    return subgroups, pods
+    return [SubGroup(name="worker", min_subgroup=parts), *subgroups], pods
 
 
 def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
@@ -163,10 +179,11 @@ def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
         if rtype == "Master":
             pods.append(template.with_pod(subgroup="master"))
         elif rtype == "Worker":
-            subgroups.append(SubGroup(name="worker", min_available=max(0, min_available - masters)))
+            worker_min = max(0, min_available - masters)
             wpath = join(join(join(spath, "pytorchReplicaSpecs"), "Worker"), "template")
-            segmented = _segments(template, wpath)
+            segmented = _segments(template, wpath, worker_min)
             if segmented is None:
+                subgroups.append(SubGroup(name="worker", min_available=worker_min))
                 pods.append(template.with_pod(subgroup="worker"))
             else:
                 subgroups += segmented[0]

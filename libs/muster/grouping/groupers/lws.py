@@ -7,8 +7,9 @@ after; at submission the leader is unbound, so muster starts it at 1.
 Sub-groups: ``leader`` (1) and ``workers`` (min - 1, when positive); with a
 segment size (``subGroupPolicy.subGroupSize``, else ``kai.scheduler/segment-size``
 on the LWS, else on the worker template) the gang is split into ``segment-<i>``
-sub-groups of that many pods, the leader counted in ``segment-0``
-(``LeaderWorker``) or in its own ``leader`` sub-group (``LeaderExcluded``).
+sub-groups of that many pods, the leader counted in ``segment-0`` (``LeaderWorker``:
+``segment-0`` is then a set of the leaves ``leader`` and ``workers``, both required) or in its own
+``leader`` sub-group (``LeaderExcluded``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from muster.grouping.limits import check_count
 from muster.grouping.model import IMPLICIT, Context, Draft, Meta, PodTemplate, pod_template
 
 SEGMENT_SIZE = "kai.scheduler/segment-size"
+MAX_SEGMENTS = 10_000
+"""KAI refuses to group a replica split into more segments than this (v0.17)."""
 
 
 def _segment_size(lwt: dict[str, Any], lpath: str, meta: Meta, worker: PodTemplate) -> tuple[int | None, str]:
@@ -103,6 +106,8 @@ def _segmented(lwt, lpath, leader, worker, size, min_available, segment, where):
     if kind == "LeaderExcluded":
         if (size - 1) % segment:
             raise ManifestError(where, f"with LeaderExcluded, size - 1 ({size - 1}) must divide by {segment}")
+        if (size - 1) // segment > MAX_SEGMENTS:
+            raise ManifestError(where, f"size {size} makes more than {MAX_SEGMENTS} segments")
         subgroups.append(SubGroup(name="leader", min_available=1))
         pods.append(leader.with_pod(subgroup="leader"))
         for i in range((size - 1) // segment):
@@ -113,18 +118,23 @@ def _segmented(lwt, lpath, leader, worker, size, min_available, segment, where):
         raise ManifestError(
             join(ppath, "subGroupPolicyType"), f"expected LeaderWorker or LeaderExcluded, got {kind!r}"
         )
-    remaining, i = size, 0
-    while remaining > 0:
-        n = min(segment, remaining)
-        subgroups.append(SubGroup(name=f"segment-{i}", min_available=n))
+    # Indexes 0 (the leader) .. size-1; when the workers split evenly the leader rides on top of
+    # segment 0, else it takes one of segment 0's places (podgrouper-rules.md §4.11).
+    extra = 1 if (size - 1) % segment == 0 else 0
+    counts = [0] * ((size - 1 - extra) // segment + 1)
+    if len(counts) > MAX_SEGMENTS:
+        raise ManifestError(where, f"size {size} makes {len(counts)} segments, more than {MAX_SEGMENTS}")
+    for w in range(size):
+        counts[0 if w == 0 else (w - extra) // segment] += 1
+    for i, n in enumerate(counts):
         if i == 0:
             subgroups += [
-                SubGroup(name="leader", min_available=1),
-                SubGroup(name="workers", min_available=n - 1),
+                SubGroup(name="segment-0", min_subgroup=2),
+                SubGroup(name="leader", parent="segment-0", min_available=1),
+                SubGroup(name="workers", parent="segment-0", min_available=n - 1),
             ]
             pods += [leader.with_pod(subgroup="leader"), worker.with_pod(count=n - 1, subgroup="workers")]
         else:
+            subgroups.append(SubGroup(name=f"segment-{i}", min_available=n))
             pods.append(worker.with_pod(count=n, subgroup=f"segment-{i}"))
-        remaining -= n
-        i += 1
     return subgroups, pods

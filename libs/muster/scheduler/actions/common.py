@@ -70,7 +70,7 @@ def walk_in_order(s: Session, leaf_jobs: dict[int, list[Job]], fn: Visit) -> Non
 
 def job_order_key(s: Session) -> Callable[[Job], tuple]:
     """``ordering.job_key`` of a job as it stands in session ``s``."""
-    return lambda j: job_key(j.priority, s.active(j), j.min_available, j.submitted_at, j.name)
+    return lambda j: job_key(j.priority, s.elastic(j), j.submitted_at, j.name)
 
 
 def pending_order(

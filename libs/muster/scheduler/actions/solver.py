@@ -31,6 +31,7 @@ from ..ordering import JobQueue
 from ..session import Session
 from ..state import Job
 from ..statement import Eviction, Statement
+from ..subgroup_tree import leaf_below_minimum
 from .common import job_order_key
 from .victims import Unit
 
@@ -56,6 +57,8 @@ def solve(
     all_must_move: bool = False,
 ) -> Solution | None:
     """Pods of ``job`` placed with the fewest victims in order, or None; the statement is left applied."""
+    if job.subgroups and not _every_leaf_reaches_minimum(s, job, pods):
+        return None
     stmt = Statement(s)
     why = Eviction(action, job.name, "")
     recorded: list[Unit] = []
@@ -77,6 +80,19 @@ def solve(
             stmt.discard()
             return None
     return Solution(stmt, recorded, moved or set())
+
+
+def _every_leaf_reaches_minimum(s: Session, job: Job, pods: list[int]) -> bool:
+    """Whether placing ``pods`` brings every leaf of the job's tree to its own minimum: KAI accepts an
+    eviction scenario only then (§14.2, KAI-literal, whatever ``min_subgroup`` says), so a job with an
+    optional branch still empty starts by allocate alone, never by evicting others."""
+    tree = job.tree
+    counts = s.leaf_counts(job)
+    for i in pods:
+        node = tree.leaf_of.get(job.pods[i].subgroup)
+        if node is not None:
+            counts[node] += 1
+    return not leaf_below_minimum(tree, counts)
 
 
 def _simulate(

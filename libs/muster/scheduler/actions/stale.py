@@ -1,7 +1,7 @@
 """KAI's stale gang eviction (§10): a gang running below its minimum longer than the grace period loses all its pods.
 
-A gang is stale while some pods run but fewer than min_available (or than a
-sub-group's minimum), and none has finished. Staleness starts at the clock
+A gang is stale while some pods run but fewer than min_available (with
+sub-groups: some leaf below its own minimum), and none has finished. Staleness starts at the clock
 of the first cycle that saw it (recorded in the state from CycleCompleted).
 The grace is the job's own (KAI v0.17's per-PodGroup ``stalenessGracePeriod``)
 when it has one, else the allocator's; a negative grace never evicts.
@@ -15,6 +15,15 @@ from ..reasons import _num
 from ..session import Session
 from ..state import Job, is_stale
 from ..statement import Eviction, Statement
+from ..subgroup_tree import short_leaves
+
+
+def _short(s: Session, job: Job) -> str:
+    """What the gang lacks: its running pods against its minimum, or each leaf below its own."""
+    if not job.subgroups:
+        return f"{s.active(job)} of at least {job.min_available} pods running"
+    leaves = short_leaves(job.tree, s.leaf_counts(job))
+    return ", ".join(f"sub-group {name}: {n} of at least {need} pods running" for name, n, need in leaves)
 
 
 def stale_grace(job: Job, config: AllocatorConfig) -> float:
@@ -44,8 +53,7 @@ class StaleGangEvictionAction:
             why = Eviction(
                 self.name,
                 None,
-                f"stale gang: {s.active(job)} of at least {job.min_available} pods running for "
-                f"{_num(s.clock - since)}s (grace {_num(grace)}s)",
+                f"stale gang: {_short(s, job)} for {_num(s.clock - since)}s (grace {_num(grace)}s)",
             )
             stmt = Statement(s)
             for p in sorted(pods):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..queue_accounting import QueueTable
 from ..session import Session
 from ..state import ClusterState, Job
+from ..subgroup_tree import eviction_unit
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +29,14 @@ class Unit:
     pods: tuple[int, ...]
     res: tuple[float, float, float]
     surplus: bool
-    """One pod above the job's min_available (the job survives without it)."""
+    """The job survives without these pods (one above a minimum, or a whole child a set can spare)."""
 
 
 def units_of(s: Session, job: Job, protected: bool) -> list[Unit]:
-    """The job's victim units in order; a protected job gives only pods above its minimum."""
+    """The job's victim units in order; a protected job gives only the units it survives."""
     pods = s.victim_pods(job)
+    if job.subgroups:
+        return _tree_units(s, job, pods, protected)
     active = s.active(job)
     out = []
     while pods and active > job.min_available:
@@ -42,6 +45,32 @@ def units_of(s: Session, job: Job, protected: bool) -> list[Unit]:
         active -= 1
     if pods and not protected:
         out.append(Unit(job, tuple(pods), _res(job, pods), False))
+    return out
+
+
+def _tree_units(s: Session, job: Job, pods: list[int], protected: bool) -> list[Unit]:
+    """Units taken on the sub-group tree (§14.6): no unit takes a satisfied sub-group below its minimum
+    unless it takes the whole job. Pods that belong to no leaf go first, one at a time."""
+    tree = job.tree
+    counts = s.leaf_counts(job)
+    evictable: dict[int, list[int]] = {}
+    out = []
+    for p in pods:
+        node = tree.leaf_of.get(job.pods[p].subgroup)
+        if node is None:
+            out.append(Unit(job, (p,), _res(job, [p]), True))
+        else:
+            evictable.setdefault(node, []).append(p)
+    while any(evictable.values()):
+        unit, survives = eviction_unit(tree, counts, evictable)
+        if not unit or (protected and not survives):
+            break
+        taken = set(unit)
+        for node, left in evictable.items():
+            kept = [p for p in left if p not in taken]
+            counts[node] -= len(left) - len(kept)
+            evictable[node] = kept
+        out.append(Unit(job, tuple(unit), _res(job, unit), survives))
     return out
 
 
@@ -57,7 +86,7 @@ def _res(job: Job, pods: list[int]) -> tuple[float, float, float]:
 
 def victim_job_key(s: Session, job: Job) -> tuple:
     """Inside a leaf queue: lowest priority, above min_available, newest, then name (reversed)."""
-    above = s.active(job) > job.min_available
+    above = s.elastic(job) == 2
     return (job.priority, not above, -job.submitted_at, _reverse(job.name))
 
 

@@ -20,6 +20,7 @@ from .pods import (
     PodReq,
     gpu_accounting,
     is_stale,
+    leaf_counts,
     pod_req,
 )
 from .usage import decayed_seconds
@@ -47,5 +48,6 @@ __all__ = [
     "decayed_seconds",
     "gpu_accounting",
     "is_stale",
+    "leaf_counts",
     "pod_req",
 ]

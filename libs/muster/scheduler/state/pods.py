@@ -19,6 +19,8 @@ from muster import events as ev
 from muster.kernels import placement as pl
 from muster.kernels.share import UNKNOWN_SHARE, device_share
 
+from ..subgroup_tree import Tree, leaf_below_minimum, tree_of
+
 PENDING, BINDING, PIPELINED, BOUND, RELEASING, COMPLETED = range(6)
 STATE_NAMES = ("pending", "binding", "pipelined", "bound", "releasing", "completed")
 HOLDING = (BINDING, PIPELINED, BOUND)
@@ -106,7 +108,8 @@ class Job:
     min_available: int
     submitted_at: float
     pods: list[PodReq]
-    subgroups: dict[str, int]
+    subgroups: tuple[ev.SubGroup, ...]
+    """The sub-group tree as the PodGroupCreated listed it (empty: one gang of ``min_available``)."""
     topology: ev.Topology | None
     min_runtime: float | None
     state: list[int] = field(default_factory=list)
@@ -133,6 +136,13 @@ class Job:
     """Seconds after ``submitted_at`` or ``last_evicted_at`` it may not make anyone be evicted (None, 0: none)."""
     last_evicted_at: float | None = None
     """Clock of the last cycle that reclaim, preempt or consolidate evicted one of its pods in."""
+    min_subgroup: int | None = None
+    """Top-level sub-groups that must be satisfied (None: all)."""
+
+    @property
+    def tree(self) -> Tree:
+        """The compiled sub-group tree (only for a job with ``subgroups``)."""
+        return tree_of(self.subgroups, self.min_subgroup)
 
     @property
     def status(self) -> str:
@@ -147,16 +157,25 @@ class Job:
 
 
 def is_stale(job: Job) -> bool:
-    """Some pods run, but the gang (or one of its sub-groups) has fewer than its minimum, and none finished."""
+    """Some pods run, but the gang (with sub-groups: some leaf, §10) has fewer than its minimum, and none
+    finished."""
     if job.n_active == 0 or job.n_completed > 0:
         return False
-    if job.n_active < job.min_available:
-        return True
-    for group, minimum in sorted(job.subgroups.items()):
-        active = sum(1 for i, req in enumerate(job.pods) if req.subgroup == group and job.state[i] in ACTIVE)
-        if active < minimum:
-            return True
-    return False
+    if not job.subgroups:
+        return job.n_active < job.min_available
+    tree = job.tree
+    return leaf_below_minimum(tree, leaf_counts(tree, job.pods, lambda i: job.state[i] in ACTIVE))
+
+
+def leaf_counts(tree: Tree, pods: list[PodReq], counted) -> list[int]:
+    """Per tree node, how many pods of its leaf ``counted(pod index)`` accepts."""
+    counts = [0] * len(tree.names)
+    leaf_of = tree.leaf_of
+    for i, req in enumerate(pods):
+        node = leaf_of.get(req.subgroup)
+        if node is not None and counted(i):
+            counts[node] += 1
+    return counts
 
 
 def gpu_accounting(req: PodReq, dev_mem: int) -> float:
