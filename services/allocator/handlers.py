@@ -76,9 +76,21 @@ class AllocatorHandlers:
             self.traces.note(delivery.events, delivery.context)
             if self.fold.fold(delivery.seq, delivery.events):
                 self.dirty = True
+            if self.fold.refusals:
+                await self._report_refusals(delivery, live)
             if time.monotonic() - paused >= self.fold_slice:
                 await asyncio.sleep(0)
                 paused = time.monotonic()
+
+    async def _report_refusals(self, delivery: Delivery, live: bool) -> None:
+        """Dead-letter what the fold refused in ``delivery`` (``scheduler.state.admission``), once: a
+        refusal met again while the history is read was lettered when it was new."""
+        if live:
+            for seq, reason in self.fold.refusals:
+                await self.bus.dead_letter(
+                    f"allocator-{self.pool}", delivery.subject, seq, reason, delivery.data
+                )
+        self.fold.refusals.clear()
 
     async def become_leader(self, epoch: int, holder: str, previous: str | None) -> None:
         """This instance holds the pool's lease: record the new epoch, then decide under it."""

@@ -161,3 +161,27 @@ def test_forged_facts_and_overflowing_values_are_neither_applied_nor_projected(s
     assert "forged-node" not in state["nodes"]
     assert "forged-queue" not in state["queues"]
     assert state["jobs"]["notebook"]["status"] == "running"
+
+
+def test_a_node_speaking_for_a_pod_that_is_not_its_own_is_dead_lettered_by_the_allocator(secured, tmp_path):
+    from muster.events import PodCompleted, encode_envelope
+
+    s = secured.endpoints.subjects
+    gang = status(secured)["jobs"]["gang"]
+    node = gang["pods"][0]["node"]
+    elsewhere = next(n for n in status(secured)["nodes"] if n != node)
+    forgeries = [
+        PodCompleted(job="gang", pod=0, node=elsewhere),
+        PodBound(job="gang", pod=0, node=node, gpus=[999]),
+    ]
+    seqs = {
+        run(publish(secured, "agent", s.pods("default"), encode_envelope([e]), msg_id=f"elsewhere:{i}"))
+        for i, e in enumerate(forgeries)
+    }
+    wait_for(lambda: lettered(secured, seqs, by="allocator-default"), what="the allocator's letters")
+    reasons = [
+        x.error for x in run(letters(secured)) if x.stream_seq in seqs and x.service == "allocator-default"
+    ]
+    assert any(f"was placed on node {node}, not {elsewhere}" in r for r in reasons), reasons
+    # The allocator goes on deciding: a job submitted afterwards runs.
+    submit(secured, tmp_path, "after-elsewhere")

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 from muster.bus import NatsBus
-from muster.bus.nats import MAX_LETTER_DATA
+from muster.bus.base import MAX_LETTER_DATA
 from muster.events import DeadLettered, LeaderElected, PodBound, decode_envelope, encode_envelope
 from muster.health import Metrics
 from muster.runtime.embedded import EmbeddedNats

@@ -5,16 +5,23 @@ from __future__ import annotations
 import abc
 import asyncio
 import enum
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from opentelemetry.context import Context
 
-from muster.events import Event, encode_envelope, encode_event
+from muster.events import DeadLettered, Event, encode_envelope, encode_event
+from muster.subjects import Subjects
 
 # JetStream's default max message size is 1 MiB; stay well below it.
 MAX_ENVELOPE_BYTES = 512 * 1024
+# A dead letter keeps at most this much of the message, so that the letter itself fits in one message.
+MAX_LETTER_DATA = MAX_ENVELOPE_BYTES // 2
+MAX_LETTER_ERROR = 4096
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -126,6 +133,10 @@ class Bus(Protocol):
         """The stream's last sequence number (0 when empty)."""
         ...
 
+    async def dead_letter(self, consumer: str, subject: str, seq: int, error: str, data: bytes) -> None:
+        """Keep, under ``consumer``, a message it could not process, with the error (once per message)."""
+        ...
+
 
 def chunk_events(events: Sequence[Event], limit: int = MAX_ENVELOPE_BYTES) -> list[list[Event]]:
     """Split events into envelopes that each stay under ``limit`` bytes, keeping order."""
@@ -145,7 +156,10 @@ def chunk_events(events: Sequence[Event], limit: int = MAX_ENVELOPE_BYTES) -> li
 
 
 class EnvelopePublisher(abc.ABC):
-    """``publish`` for a bus adapter, from its ``publish_raw``: the events go as one envelope."""
+    """``publish`` and ``dead_letter`` for a bus adapter, from its ``publish_raw``: the events go as one
+    envelope."""
+
+    subjects: Subjects
 
     @abc.abstractmethod
     async def publish_raw(
@@ -171,3 +185,17 @@ class EnvelopePublisher(abc.ABC):
         return await self.publish_raw(
             subject, encode_envelope(events), msg_id=msg_id, context=context, on_duplicate=on_duplicate
         )
+
+    async def dead_letter(self, consumer: str, subject: str, seq: int, error: str, data: bytes) -> None:
+        """Keep a message nobody could process, with its error; the stream goes on.
+
+        A message too big to travel inside its letter is kept in part, and the error says so.
+        """
+        log.error("%s: dead-lettering %s seq %d: %s", consumer, subject, seq, error[:MAX_LETTER_ERROR])
+        if len(error) > MAX_LETTER_ERROR:
+            error = error[:MAX_LETTER_ERROR] + " [...]"
+        if len(data) > MAX_LETTER_DATA:
+            error += f" (the letter keeps the first {MAX_LETTER_DATA} of its {len(data)} bytes)"
+            data = data[:MAX_LETTER_DATA]
+        event = DeadLettered(service=consumer, subject=subject, stream_seq=seq, error=error, data=data)
+        await self.publish(self.subjects.deadletter, [event], msg_id=f"dead:{consumer}:{seq}")

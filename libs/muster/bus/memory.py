@@ -16,7 +16,6 @@ from opentelemetry.context import Context
 from muster import telemetry
 from muster.bus.admission import Refused, admit
 from muster.bus.base import Delivery, EnvelopePublisher, Handler, OnDuplicate, check_duplicate
-from muster.events import DeadLettered
 from muster.subjects import Subjects, subject_matches
 
 
@@ -136,7 +135,4 @@ class MemoryBus(EnvelopePublisher):
                         await self._dead_letter(name, msg, f"handler failed: {exc!r}")
 
     async def _dead_letter(self, consumer: str, msg: StoredMessage, error: str) -> None:
-        event = DeadLettered(
-            service=consumer, subject=msg.subject, stream_seq=msg.seq, error=error, data=msg.data
-        )
-        await self.publish(self.subjects.deadletter, [event], msg_id=f"dead:{consumer}:{msg.seq}")
+        await self.dead_letter(consumer, msg.subject, msg.seq, error, msg.data)

@@ -21,7 +21,6 @@ from opentelemetry.context import Context
 from muster import telemetry
 from muster.bus.admission import Refused, admit
 from muster.bus.base import (
-    MAX_ENVELOPE_BYTES,
     Delivery,
     EnvelopePublisher,
     Handler,
@@ -47,9 +46,6 @@ _MULTI_FILTER_VERSION = (2, 10)
 # Seconds between an ordered consumer's idle heartbeats; two missed ones (a server restart dropped
 # the consumer) make the client re-create it where it was.
 ORDERED_HEARTBEAT = 1.0
-# A dead letter keeps at most this much of the message, so that the letter itself fits in one message.
-MAX_LETTER_DATA = MAX_ENVELOPE_BYTES // 2
-MAX_LETTER_ERROR = 4096
 
 
 class NatsLoginRefused(ConnectionError):
@@ -449,20 +445,6 @@ class NatsBus(EnvelopePublisher):
                     await msg.nak(delay=min(0.2 * 2**delivery.attempt, 5.0))
             else:
                 await msg.ack()
-
-    async def dead_letter(self, consumer: str, subject: str, seq: int, error: str, data: bytes) -> None:
-        """Keep a message nobody could process, with its error; the stream goes on.
-
-        A message too big to travel inside its letter is kept in part, and the error says so.
-        """
-        log.error("%s: dead-lettering %s seq %d: %s", consumer, subject, seq, error[:MAX_LETTER_ERROR])
-        if len(error) > MAX_LETTER_ERROR:
-            error = error[:MAX_LETTER_ERROR] + " [...]"
-        if len(data) > MAX_LETTER_DATA:
-            error += f" (the letter keeps the first {MAX_LETTER_DATA} of its {len(data)} bytes)"
-            data = data[:MAX_LETTER_DATA]
-        event = DeadLettered(service=consumer, subject=subject, stream_seq=seq, error=error, data=data)
-        await self.publish(self.subjects.deadletter, [event], msg_id=f"dead:{consumer}:{seq}")
 
     async def _ordered_batches(
         self, start_seq: int, *, stop: asyncio.Event, batch: int

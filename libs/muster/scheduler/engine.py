@@ -60,9 +60,10 @@ class Allocator:
         self._table_version = -1
         self._idle = None
 
-    def apply(self, event: ev.Event) -> None:
-        """Evolve the state from one event; unknown or foreign events change nothing; idempotent."""
-        self.state.apply(event)
+    def apply(self, event: ev.Event) -> str | None:
+        """Evolve the state from one event; unknown or foreign events change nothing; idempotent. A node's
+        fact that contradicts the state is refused, unapplied: the reason (else None)."""
+        return self.state.apply(event)
 
     def _queue_table(self) -> QueueTable:
         if self._table is None or self._table_version != self.state.queue_version:

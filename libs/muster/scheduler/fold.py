@@ -58,6 +58,10 @@ class AllocatorFold:
         """The stream sequence of the last message folded."""
         self.logged_cycle = 0
         """The highest cycle of this pool recorded on the log."""
+        self.refusals: list[tuple[int, str]] = []
+        """(sequence, reason) of each message an event of which the state refused
+        (``scheduler.state.admission``), for the reader to report and then clear: the live allocator
+        dead-letters them. Not part of the state: folding the same log refuses the same again."""
         self.published_cycle = 0
         """The highest cycle this allocator published (its record may not be read back yet)."""
 
@@ -67,7 +71,10 @@ class AllocatorFold:
         for event in events:
             if not self.fence.admit(event):
                 continue  # a deposed leader's decision, or its rejection: not part of the state
-            self.engine.apply(event)
+            refused = self.engine.apply(event)
+            if refused is not None:
+                self.refusals.append((seq, f"{type(event).__name__} refused: {refused}"))
+                continue
             kind = type(event)
             if kind is CycleCompleted:
                 if event.pool == self.pool:

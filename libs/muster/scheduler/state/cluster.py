@@ -25,6 +25,7 @@ from muster.kernels import placement as pl
 from muster.kernels.share import device_share
 
 from ..preemption_delay import RE_ARMING_ACTIONS
+from .admission import fact_refusal
 from .adoptions import Adoptions, AdoptionsImage
 from .ledger import LedgerImage, PodLedger
 from .nodes import NodesImage, NodeTable
@@ -127,13 +128,18 @@ class ClusterState:
 
     # -- events ---------------------------------------------------------------------------------
 
-    def apply(self, event: ev.Event) -> None:
-        """Evolve from one event; events about other pools, unknown jobs or impossible transitions change nothing."""
+    def apply(self, event: ev.Event) -> str | None:
+        """Evolve from one event; events about other pools, unknown jobs or impossible transitions change
+        nothing. A node's fact that contradicts the state changes nothing either and is refused: the reason
+        is returned (``admission.fact_refusal``), None otherwise."""
         match event:
             # The events every pod brings come first: a match tries its cases in order.
             case ev.BindRequested():
                 self._bind_requested(event)
             case ev.PodBound():
+                refused = fact_refusal(self.ledger.jobs, self.node_table, event)
+                if refused is not None:
+                    return refused
                 self._pod_bound(event)
             case ev.PodGroupCreated():
                 if self.serves(event.pool) and self.ledger.is_new(event.name):
@@ -156,13 +162,21 @@ class ClusterState:
             case ev.PodGroupDeleted(name=name):
                 self._delete_job(name)
             case ev.BindFailed() | ev.BindRejected():
+                if type(event) is ev.BindFailed and (
+                    refused := fact_refusal(self.ledger.jobs, self.node_table, event)
+                ):
+                    return refused
                 self._bind_failed(event)
             case ev.EvictionRequested():
                 self._eviction_requested(event)
-            case ev.PodEvicted():
-                self._pod_evicted(event)
-            case ev.PodCompleted() | ev.PodFailed():
-                self._pod_finished(event)
+            case ev.PodEvicted() | ev.PodCompleted() | ev.PodFailed():
+                refused = fact_refusal(self.ledger.jobs, self.node_table, event)
+                if refused is not None:
+                    return refused
+                if type(event) is ev.PodEvicted:
+                    self._pod_evicted(event)
+                else:
+                    self._pod_finished(event)
             case ev.AdoptPods():
                 if self.serves(event.pool):
                     self.adoptions.adopt(event, self.ledger.jobs)
