@@ -156,6 +156,7 @@ def finish(
         submitted_at=submitted_at,
         pods=[t.pod for t in draft.pods],
         subgroups=list(draft.subgroups),
+        min_subgroup=draft.min_subgroup,
         topology=_topology(draft),
         workload_uid=uid,
         runtime=_runtime(draft),

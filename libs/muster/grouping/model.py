@@ -147,6 +147,8 @@ class Draft:
     pods: tuple[PodTemplate, ...]
     min_available: int
     subgroups: tuple[SubGroup, ...] = ()
+    min_subgroup: int | None = None
+    """How many top-level sub-groups must be satisfied; None: all (kai-semantics.md §14.1)."""
     priority_fallback: str = "train"
     priority_scope: Literal["chain", "top"] = "chain"
     """``chain``: every owner's label is consulted (KAI's default); ``top``: the top owner only."""

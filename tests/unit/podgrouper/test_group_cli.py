@@ -183,3 +183,21 @@ def test_absurd_replicas_exit_2_naming_the_file_and_field(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == "" and str(path) in captured.err
     assert "spec.pytorchReplicaSpecs.Worker.replicas: 1000000000 pods is more than" in captured.err
+
+
+def test_json_of_a_jobset_shows_its_root_and_replicated_job_minimums(capsys):
+    manifest_docs("jobset/jobset__paralleljobs.yaml")  # skips when shared/ is absent
+    assert run(["group", str(MANIFESTS / "jobset/jobset__paralleljobs.yaml"), "--json"]) == 0
+    [group] = json.loads(capsys.readouterr().out)["groups"]
+    assert (group["name"], group["kind"], group["min_subgroup"], group["pods_total"]) == (
+        "paralleljobs",
+        "JobSet",
+        2,
+        5,
+    )
+    assert group["subgroups"] == [
+        {"name": "workers", "parent": None, "min_subgroup": 1},
+        {"name": "workers-replica-0", "parent": "workers", "min_available": 4},
+        {"name": "driver", "parent": None, "min_subgroup": 1},
+        {"name": "driver-replica-0", "parent": "driver", "min_available": 1},
+    ]

@@ -279,22 +279,6 @@ def test_ray_min_replicas_above_replicas_is_rejected():
     assert err.value.path == "spec.workerGroupSpecs[0].minReplicas"
 
 
-def test_jobset_any_order_makes_one_group_of_the_summed_minimum():
-    group = only(
-        group_yaml("""
-apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata: {name: js}
-spec:
-  startupPolicy: {startupPolicyOrder: AnyOrder}
-  replicatedJobs:
-    - {name: a, replicas: 2, template: {spec: {parallelism: 3, completions: 2, template: {spec: {containers: [{name: c}]}}}}}
-    - {name: b, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
-""")
-    )
-    assert (group.name, group.min_available) == ("js", 5)  # 2 × min(3, 2) + 1
-
-
 def test_lws_leader_ready_starts_the_gang_at_the_leader():
     groups = group_yaml("""
 apiVersion: leaderworkerset.x-k8s.io/v1

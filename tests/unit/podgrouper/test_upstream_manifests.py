@@ -12,6 +12,19 @@ from muster.grouping.group import group_manifests
 
 from .support import GI, MANIFESTS, MI, group_file, manifest_docs, only, pods_by_role, total_pods
 
+
+def _tree(group):
+    """(name, parent, min_available or min_subgroup) per sub-group, in order."""
+    return [
+        (s.name, s.parent, s.min_available if s.min_subgroup is None else s.min_subgroup)
+        for s in group.subgroups
+    ]
+
+
+def _pods_per_leaf(group):
+    return [(p.subgroup, p.count) for p in group.pods]
+
+
 # -- the guard: a new manifest file needs a test here --------------------------
 
 TESTED = {
@@ -92,11 +105,21 @@ def test_argo_owned_job_is_grouped_as_one_job_group_beside_the_executor_pod():
 
 def test_argo_created_jobset_without_owner_reference_is_its_own_top_owner():
     groups = group_file("argo-workflow/jobset__workflow.yaml", uid="w1")
-    executor, workers, driver = groups
+    executor, jobset = groups
     assert executor.kind == "Workflow"
-    # No startupPolicy: KAI's literal reading is InOrder, one group per replicatedJob.
-    assert (workers.name, workers.kind, workers.min_available) == ("paralleljobs-workers", "JobSet", 4)
-    assert (driver.name, driver.min_available) == ("paralleljobs-driver", 1)
+    # No startupPolicy: AnyOrder since KAI v0.16, one group needing both replicatedJobs.
+    assert (jobset.name, jobset.kind, jobset.min_subgroup, jobset.min_available) == (
+        "paralleljobs",
+        "JobSet",
+        2,
+        5,
+    )
+    assert [s.name for s in jobset.subgroups] == [
+        "workers",
+        "workers-replica-0",
+        "driver",
+        "driver-replica-0",
+    ]
 
 
 # -- core kinds ---------------------------------------------------------------
@@ -266,8 +289,15 @@ def test_trainjob_is_grouped_as_the_jobset_its_runtime_shapes():
     from muster.grouping.group import group_manifests
 
     group = only(group_manifests(docs))
-    assert (group.name, group.kind, group.min_available) == ("multi-node-example-node", "TrainJob", 3)
-    assert group.pods[0].count == 3  # the runtime's trainer job runs numNodes pods
+    assert (group.name, group.kind, group.min_subgroup, group.min_available) == (
+        "multi-node-example",
+        "TrainJob",
+        1,
+        3,
+    )
+    # the runtime's one replicatedJob, its trainer, runs numNodes pods in its one replica
+    assert _tree(group) == [("node", None, 1), ("node-replica-0", "node", 3)]
+    assert _pods_per_leaf(group) == [("node-replica-0", 3)]
 
 
 def test_training_runtime_alone_runs_no_pod():
@@ -329,25 +359,41 @@ def test_rayservice_is_train_and_preemptible():
 # -- JobSet, LWS, Knative, Spark, Grove ---------------------------------------
 
 
-def test_jobset_mnist_single_replicated_job_gangs_its_four_pods():
+def test_jobset_mnist_is_one_group_whose_only_replica_needs_its_four_pods():
     group = only(group_file("jobset/jobset__mnist.yaml"))
-    assert (group.name, group.min_available) == ("pytorch-workers", 4)
+    assert (group.name, group.min_subgroup) == ("pytorch", 1)
+    assert _tree(group) == [("workers", None, 1), ("workers-replica-0", "workers", 4)]
+    assert _pods_per_leaf(group) == [("workers-replica-0", 4)]
 
 
-def test_jobset_without_startup_policy_is_read_as_in_order():
-    groups = group_file("jobset/jobset__paralleljobs.yaml")
-    assert [(g.name, g.min_available) for g in groups] == [
-        ("paralleljobs-workers", 4),
-        ("paralleljobs-driver", 1),
+def test_jobset_without_startup_policy_is_any_order_and_needs_every_replicated_job():
+    # podgrouper-rules.md §4.9 / §6 item 1: one PodGroup, root minSubGroup 2, 5 pods in the gang.
+    group = only(group_file("jobset/jobset__paralleljobs.yaml"))
+    assert (group.name, group.kind, group.min_subgroup, group.min_available) == (
+        "paralleljobs",
+        "JobSet",
+        2,
+        5,
+    )
+    assert _tree(group) == [
+        ("workers", None, 1),
+        ("workers-replica-0", "workers", 4),
+        ("driver", None, 1),
+        ("driver-replica-0", "driver", 1),
     ]
+    assert _pods_per_leaf(group) == [("workers-replica-0", 4), ("driver-replica-0", 1)]
 
 
-def test_jobset_in_order_makes_one_group_per_replicated_job():
-    groups = group_file("jobset/jobset__startup-driver-ready.yaml")
-    assert [(g.name, g.min_available) for g in groups] == [
-        ("startup-driver-ready-driver", 1),
-        ("startup-driver-ready-workers", 4),
+def test_jobset_in_order_is_one_group_needing_one_replicated_job():
+    group = only(group_file("jobset/jobset__startup-driver-ready.yaml"))
+    assert (group.name, group.min_subgroup, group.min_available) == ("startup-driver-ready", 1, 1)
+    assert _tree(group) == [
+        ("driver", None, 1),
+        ("driver-replica-0", "driver", 1),
+        ("workers", None, 1),
+        ("workers-replica-0", "workers", 4),
     ]
+    assert _pods_per_leaf(group) == [("driver-replica-0", 1), ("workers-replica-0", 4)]
 
 
 def test_knative_service_gangs_its_revision_at_min_scale_one_as_inference():

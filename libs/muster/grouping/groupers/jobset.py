@@ -1,90 +1,165 @@
-"""JobSet: a gang per replicatedJob (InOrder startup) or one gang of all of them.
+"""JobSet (KAI v0.16, podgrouper-rules.md §4.9): one group per JobSet, a two-level sub-group tree.
 
-Per replicatedJob: ``replicas`` (default 1, at least 1) × pods per Job
-(``parallelism``, default 1, at least 1, capped by a smaller positive
-``completions``). With ``startupPolicy.startupPolicyOrder: InOrder`` each
-replicatedJob is its own group ``<jobset>-<replicatedJob>``, so a later job's
-gang cannot block an earlier one; any other order makes one group.
+- The root needs ``min_subgroup`` of the replicatedJobs: the JobSet's ``kai.scheduler/batch-min-member``
+  (at least 1, capped at the number of replicatedJobs), else 1 for ``startupPolicyOrder: InOrder``
+  (the JobSet controller creates one replicatedJob at a time), else all of them. An absent
+  startupPolicy is AnyOrder, as KAI reads it since v0.16 and as JobSet's defaulting webhook writes it.
+- Each replicatedJob is a parent sub-group named after it that needs all its ``replicas`` (1 when
+  absent).
+- Each replica is a leaf ``<replicatedJob>-replica-<i>`` holding that Job's ``parallelism`` pods (1
+  when absent) and needing the Job template's ``kai.scheduler/batch-min-member``, else all of them.
 
-An absent startupPolicy is read as KAI's code reads it: InOrder. (On a live
-cluster JobSet's defaulting webhook would have written AnyOrder first; muster
-groups the manifest as submitted, like KAI's unit tests do. See
-podgrouper-rules.md §6.1.)
+KAI places a pod in its leaf by the pod's JobSet labels; muster builds the pods from the templates,
+so replica i's pods are the leaf's. A leaf's own topology (``kai.scheduler/topology*`` on the Job
+template) is refused by name: the allocator does not place by a sub-group's topology yet.
+
+KAI's legacy path (the flat v0.15 form, chosen when a PodGroup without sub-groups already exists for
+the JobSet) needs the cluster's existing PodGroups, which muster's grouping never has: every JobSet
+gets the tree.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from muster.grouping.fields import as_map, get_int, get_list, get_map, get_str, join, require_map
+from muster.events import SubGroup
+from muster.grouping.errors import ManifestError
+from muster.grouping.external import refuse_skip_podgrouper
+from muster.grouping.fields import as_map, get_count, get_int, get_list, get_map, get_str, join, require_map
+from muster.grouping.groupers.core import BATCH_MIN_MEMBER
 from muster.grouping.limits import check_count
-from muster.grouping.model import Context, Draft, Meta, PodTemplate, pod_template
+from muster.grouping.metadata import PREFERRED_PLACEMENT, REQUIRED_PLACEMENT, TOPOLOGY_ANNOTATION
+from muster.grouping.model import Context, Draft, Meta, PodTemplate, nested_meta, pod_template
 
-ABSENT_STARTUP_ORDER = "InOrder"
-
-
-def _at_least_one(value: int | None) -> int:
-    return value if value is not None and value > 0 else 1
+IN_ORDER = "InOrder"
 
 
-def replicated_jobs(spec: dict[str, Any], spath: str) -> list[tuple[str, int, PodTemplate]]:
-    """(name, min_available, pods) per replicatedJob."""
+@dataclass(frozen=True)
+class ReplicatedJob:
+    """One ``spec.replicatedJobs[]`` entry: ``replicas`` Jobs of the same pods."""
+
+    name: str
+    replicas: int
+    leaf_min: int
+    """Pods each replica's leaf needs."""
+    pods: PodTemplate
+    """One replica's pods (``parallelism`` of them)."""
+
+    def leaf(self, i: int) -> str:
+        return f"{self.name}-replica-{i}"
+
+
+def annotated_min(annotations: dict[str, str], apath: str) -> int | None:
+    """``kai.scheduler/batch-min-member`` from annotations at ``apath``: an integer of at least 1."""
+    value = get_int(annotations, BATCH_MIN_MEMBER, apath)
+    if value is not None and value < 1:
+        raise ManifestError(join(apath, BATCH_MIN_MEMBER), f"must be at least 1, got {value}")
+    return value
+
+
+def _refuse_leaf_topology(annotations: dict[str, str], apath: str) -> None:
+    # KAI gives the replicas' leaves this constraint only with a topology name and a level; without
+    # them it ignores the annotations, and so does muster.
+    levels = [key for key in (REQUIRED_PLACEMENT, PREFERRED_PLACEMENT) if annotations.get(key)]
+    if annotations.get(TOPOLOGY_ANNOTATION) and levels:
+        raise ManifestError(
+            join(apath, levels[0]),
+            "a replicatedJob's own topology (its replicas' sub-groups) is not supported yet: "
+            "muster places a JobSet only by the JobSet's own kai.scheduler/topology annotations",
+        )
+
+
+def replicated_jobs(spec: dict[str, Any], spath: str) -> list[ReplicatedJob]:
+    """The replicatedJobs of a JobSet spec, each bounded and checked where it is written."""
     out = []
+    jobs_path = join(spath, "replicatedJobs")
     for i, raw in enumerate(get_list(spec, "replicatedJobs", spath)):
-        rpath = join(join(spath, "replicatedJobs"), i)
+        rpath = join(jobs_path, i)
         rjob = as_map(raw, rpath)
-        name = get_str(rjob, "name", rpath) or f"job-{i}"
-        replicas = check_count(_at_least_one(get_int(rjob, "replicas", rpath)), join(rpath, "replicas"))
+        name = get_str(rjob, "name", rpath)
+        if not name:
+            raise ManifestError(join(rpath, "name"), "required field is missing")
+        replicas = get_count(rjob, "replicas", rpath, 1)
+        if replicas == 0:
+            # KAI builds a parent sub-group without children, which its admission webhook rejects.
+            raise ManifestError(join(rpath, "replicas"), "must be at least 1, got 0")
         tpath = join(rpath, "template")
+        template = require_map(rjob, "template", rpath)
+        job = nested_meta(template, tpath, kind="Job")
+        apath = join(join(tpath, "metadata"), "annotations")
+        refuse_skip_podgrouper(job.annotations, join(tpath, "metadata"))
+        _refuse_leaf_topology(job.annotations, apath)
         jpath = join(tpath, "spec")
-        job_spec = require_map(require_map(rjob, "template", rpath), "spec", tpath)
-        parallelism = check_count(
-            _at_least_one(get_int(job_spec, "parallelism", jpath)), join(jpath, "parallelism")
+        job_spec = require_map(template, "spec", tpath)
+        parallelism = get_count(job_spec, "parallelism", jpath, 1)
+        leaf_min = annotated_min(job.annotations, apath)
+        if leaf_min is not None and leaf_min > parallelism:
+            # KAI writes it and the replica waits for ever; refusing says why at submission instead.
+            raise ManifestError(
+                join(apath, BATCH_MIN_MEMBER),
+                f"asks for {leaf_min} pods per replica but each Job runs {parallelism} at once",
+            )
+        check_count(replicas * parallelism, rpath)
+        pods = pod_template(
+            require_map(job_spec, "template", jpath), join(jpath, "template"), role=name, count=parallelism
         )
-        completions = get_int(job_spec, "completions", jpath)
-        if completions is not None and 0 < completions < parallelism:
-            parallelism = completions
-        count = check_count(replicas * parallelism, rpath)
-        template = pod_template(
-            require_map(job_spec, "template", jpath), join(jpath, "template"), role=name, count=count
-        )
-        out.append((name, count, template))
-    check_count(sum(count for _, count, _ in out), join(spath, "replicatedJobs"))
+        out.append(ReplicatedJob(name, replicas, parallelism if leaf_min is None else leaf_min, pods))
+    if not out:
+        raise ManifestError(jobs_path, "a JobSet needs at least one replicatedJob")
+    names = [r.name for r in out]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise ManifestError(join(join(jobs_path, i), "name"), f"{name!r} names an earlier replicatedJob")
+    check_count(sum(r.replicas * r.pods.pod.count for r in out), jobs_path)
+    check_count(sum(1 + r.replicas for r in out), jobs_path, "sub-groups")
     return out
 
 
-def jobset_drafts(spec: dict[str, Any], spath: str, meta: Meta, kind: str) -> list[Draft]:
-    """The groups of a JobSet spec owned by ``meta`` (a JobSet, or a TrainJob's)."""
-    jobs = replicated_jobs(spec, spath)
+def root_min_subgroup(
+    spec: dict[str, Any], spath: str, annotations: dict[str, str], apath: str, n: int
+) -> int:
+    """How many replicatedJobs (of ``n``) the JobSet needs: its annotation (capped at ``n``), else by
+    startup order."""
+    annotated = annotated_min(annotations, apath)
+    if annotated is not None:
+        return min(annotated, n)
     ppath = join(spath, "startupPolicy")
-    order = (
-        get_str(get_map(spec, "startupPolicy", spath), "startupPolicyOrder", ppath) or ABSENT_STARTUP_ORDER
-    )
-    if order == "InOrder":
-        return [
-            Draft(
-                name=f"{meta.name}-{name}",
-                kind=kind,
-                top=meta,
-                owners=(meta,),
-                pods=(pods,),
-                min_available=count,
-            )
-            for name, count, pods in jobs
-        ]
-    if not jobs:
-        return []
+    order = get_str(get_map(spec, "startupPolicy", spath), "startupPolicyOrder", ppath)
+    return 1 if order == IN_ORDER else n
+
+
+def jobset_drafts(
+    spec: dict[str, Any], spath: str, meta: Meta, kind: str, annotations: dict[str, str], apath: str
+) -> list[Draft]:
+    """The group of a JobSet spec owned by ``meta`` (a JobSet, or a TrainJob's); ``annotations`` are
+    the JobSet's (at ``apath``)."""
+    jobs = replicated_jobs(spec, spath)
+    need = root_min_subgroup(spec, spath, annotations, apath, len(jobs))
+    subgroups: list[SubGroup] = []
+    pods: list[PodTemplate] = []
+    for rjob in jobs:
+        subgroups.append(SubGroup(name=rjob.name, min_subgroup=rjob.replicas))
+        for i in range(rjob.replicas):
+            subgroups.append(SubGroup(name=rjob.leaf(i), parent=rjob.name, min_available=rjob.leaf_min))
+            pods.append(rjob.pods.with_pod(subgroup=rjob.leaf(i)))
+    # KAI writes no minMember here; muster's figure is the fewest pods that satisfy the tree.
+    costs = sorted(rjob.replicas * rjob.leaf_min for rjob in jobs)
     return [
         Draft(
             name=meta.name,
             kind=kind,
             top=meta,
             owners=(meta,),
-            pods=tuple(pods for _, _, pods in jobs),
-            min_available=sum(count for _, count, _ in jobs),
+            pods=tuple(pods),
+            min_available=sum(costs[:need]),
+            subgroups=tuple(subgroups),
+            min_subgroup=need,
         )
     ]
 
 
 def group_jobset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
-    return jobset_drafts(require_map(obj, "spec", path), join(path, "spec"), meta, "JobSet")
+    apath = join(join(path, "metadata"), "annotations")
+    spec = require_map(obj, "spec", path)
+    return jobset_drafts(spec, join(path, "spec"), meta, "JobSet", meta.annotations, apath)

@@ -1,5 +1,6 @@
 """Kubeflow Trainer v2 TrainJob: grouped as the JobSet it expands into (KAI skips the
-TrainJob and groups its JobSet, which inherits the TrainJob's labels).
+TrainJob and groups its JobSet, which inherits the TrainJob's labels and annotations): one
+group with the JobSet's sub-group tree (podgrouper-rules.md §4.9, §4.10).
 
 The JobSet's shape comes from the runtime named in ``spec.runtimeRef``, looked up
 among the submitted documents (a ``ClusterTrainingRuntime`` or ``TrainingRuntime``).
@@ -16,8 +17,8 @@ import copy
 from typing import Any
 
 from muster.grouping.errors import ManifestError
-from muster.grouping.fields import get_count, get_map, get_str, join, require_map
-from muster.grouping.groupers.jobset import jobset_drafts
+from muster.grouping.fields import get_count, get_map, get_str, join, require_map, string_map
+from muster.grouping.groupers.jobset import annotated_min, jobset_drafts
 from muster.grouping.model import Context, Draft, Meta
 from muster.grouping.podspec import resource_amounts
 
@@ -62,8 +63,14 @@ def group_trainjob(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> 
                 job_spec.setdefault("template", {}).setdefault("spec", {}).setdefault("containers", [{}])
             )
             containers[0] = {**containers[0], "resources": resources}
+    annotated_min(meta.annotations, join(join(path, "metadata"), "annotations"))
     # Errors inside the runtime's template name the TrainJob's runtimeRef: that is what the user controls.
     try:
-        return jobset_drafts(jobset_spec, "", meta, "TrainJob")
+        # The trainer copies the TrainJob's annotations onto the JobSet where the runtime's template
+        # sets none, a batch-min-member among them.
+        template = runtime_spec.get("template") or {}
+        own = string_map(get_map(template, "metadata", "template"), "annotations", "template.metadata")
+        notes = {**meta.annotations, **own}
+        return jobset_drafts(jobset_spec, "", meta, "TrainJob", notes, "template.metadata.annotations")
     except ManifestError as exc:
         raise ManifestError(rpath, f"runtime {runtime_name!r}: {exc}") from exc
