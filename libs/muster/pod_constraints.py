@@ -196,19 +196,52 @@ def from_pod_spec(spec: dict[str, Any]) -> tuple[list[Toleration], list[NodeSele
 def refuse_unhonoured(spec: dict[str, Any]) -> None:
     """Refuse, by name, a pod-spec field that changes where the pod may run and that muster does not
     honour: ``nodeName``, ``topologySpreadConstraints`` (KAI does not run PodTopologySpread), a container's
-    ``hostPort``. ``affinity``'s own are refused as it is read (``node_affinity``)."""
+    ``hostPort``, DRA ``resourceClaims`` and a container's ``claims``, MIG profiles (``nvidia.com/mig-*``).
+    ``affinity``'s own are refused as it is read (``node_affinity``)."""
     if spec.get("nodeName"):
         raise ConstraintError("nodeName", f"{NOT_HONOURED}: the scheduler chooses the node")
     if spec.get("topologySpreadConstraints"):
         raise ConstraintError("topologySpreadConstraints", NOT_HONOURED)
+    if spec.get("resourceClaims"):
+        # KAI counts DRA GPU claims against quota (kai-semantics §17); muster has no claims to count yet.
+        raise ConstraintError(
+            "resourceClaims", f"{NOT_HONOURED}: dynamic resource claims are not counted or placed"
+        )
     for kind in ("containers", "initContainers"):
         containers = spec.get(kind)
         if not isinstance(containers, list):
             continue
         for i, container in enumerate(containers):
-            ports = container.get("ports") if isinstance(container, dict) else None
+            if not isinstance(container, dict):
+                continue
+            _refuse_unhonoured_resources(container.get("resources"), f"{kind}[{i}].resources")
+            ports = container.get("ports")
             if not isinstance(ports, list):
                 continue
             for j, port in enumerate(ports):
                 if isinstance(port, dict) and port.get("hostPort"):
                     raise ConstraintError(f"{kind}[{i}].ports[{j}].hostPort", NOT_HONOURED)
+
+
+MIG_PREFIX = "nvidia.com/mig-"
+
+
+def _refuse_unhonoured_resources(resources: Any, path: str) -> None:
+    """A container's DRA ``claims``, and MIG profiles, which KAI counts as GPUs against quota (§17) and muster
+    would count only as a node's extended resource: quotas would not hold them."""
+    if not isinstance(resources, dict):
+        return
+    if resources.get("claims"):
+        raise ConstraintError(
+            join(path, "claims"), f"{NOT_HONOURED}: dynamic resource claims are not counted or placed"
+        )
+    for part in ("requests", "limits"):
+        amounts = resources.get(part)
+        if not isinstance(amounts, dict):
+            continue
+        for name in amounts:
+            if str(name).startswith(MIG_PREFIX):
+                raise ConstraintError(
+                    join(join(path, part), str(name)),
+                    f"{NOT_HONOURED}: MIG profiles are not counted against GPU quotas; request nvidia.com/gpu",
+                )

@@ -40,6 +40,16 @@ def _subgroups_json(event: PodGroupCreated) -> list[dict[str, Any]]:
     ]
 
 
+def _resources_json(r: Any) -> dict[str, Any]:
+    """gpu, cpu (cores) and memory as cli.md shows them; a shared GPU's memory and each extended resource
+    (``rdma/ib``, ...) by their own names when the pod asks for them, so nothing it asks for is hidden."""
+    out: dict[str, Any] = {"gpu": _number(r.gpu), "cpu": _number(r.cpu / 1000), "memory": r.memory}
+    if r.gpu_memory:
+        out["gpu_memory"] = r.gpu_memory
+    out.update(sorted(r.extended.items()))
+    return out
+
+
 def group_json(event: PodGroupCreated) -> dict[str, Any]:
     """One group in cli.md's ``muster group --json`` shape."""
     out = {
@@ -57,11 +67,7 @@ def group_json(event: PodGroupCreated) -> dict[str, Any]:
             {
                 "role": p.role,
                 "count": p.count,
-                "resources": {
-                    "gpu": _number(p.resources.gpu),
-                    "cpu": _number(p.resources.cpu / 1000),
-                    "memory": p.resources.memory,
-                },
+                "resources": _resources_json(p.resources),
             }
             for p in event.pods
         ],

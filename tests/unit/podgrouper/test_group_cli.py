@@ -53,6 +53,17 @@ def test_json_cpu_is_in_cores(tmp_path, capsys):
     assert resources == {"gpu": 0, "cpu": 0.25, "memory": 2**30}
 
 
+def test_json_shows_every_extended_resource_a_pod_asks_for(tmp_path, capsys):
+    path = tmp_path / "pod.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        "spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1, rdma/ib: 2}}}]}"
+    )
+    assert run(["group", str(path), "--json"]) == 0
+    resources = json.loads(capsys.readouterr().out)["groups"][0]["pods"][0]["resources"]
+    assert resources == {"gpu": 1, "cpu": 0, "memory": 0, "rdma/ib": 2}
+
+
 SEGMENTED_LWS = """
 apiVersion: leaderworkerset.x-k8s.io/v1
 kind: LeaderWorkerSet

@@ -108,6 +108,20 @@ def test_a_container_host_port_is_refused_by_name():
     assert refusal(text).path == f"{WORKER_SPEC}.containers[0].ports[0].hostPort"
 
 
+def test_dynamic_resource_claims_are_refused_by_name_not_dropped():
+    assert refusal(pytorch(resourceClaims="[{name: gpu, resourceClaimTemplateName: one-gpu}]")).path == (
+        f"{WORKER_SPEC}.resourceClaims"
+    )
+    text = PYTORCH.replace("{limits: {nvidia.com/gpu: 1}}", "{claims: [{name: gpu}]}")
+    assert refusal(text).path == f"{WORKER_SPEC}.containers[0].resources.claims"
+
+
+def test_a_mig_profile_is_refused_by_name_since_quotas_would_not_count_it():
+    err = refusal(PYTORCH.replace("nvidia.com/gpu: 1", "nvidia.com/mig-1g.10gb: 1"))
+    assert err.path.startswith(f"{WORKER_SPEC}.containers[0].resources.limits")
+    assert "mig-1g.10gb" in err.path and "request nvidia.com/gpu" in err.message
+
+
 def test_spark_roles_carry_their_own_tolerations():
     group = only(
         group_yaml(
