@@ -34,7 +34,7 @@ from muster.grouping.metadata import (
 )
 from muster.grouping.model import Draft, Meta, PodTemplate
 from muster.grouping.timing import duration_seconds
-from muster.names import POOL, QUEUE
+from muster.names import JOB, POOL, QUEUE
 from muster.subgroups import SubGroupError, check_tree
 
 API_GROUP = "scheduling.run.ai"
@@ -133,6 +133,8 @@ def read_podgroup(doc: dict[str, Any], meta: Meta, index: int = 0) -> PodGroupMa
             "apiVersion", f"muster reads PodGroup {API_GROUP}/{VERSION}, got {meta.api_version!r}"
         )
     _only(doc, _DOCUMENT_FIELDS, "")
+    if (why := JOB.refusal(meta.name)) is not None:
+        raise ManifestError("metadata.name", why)
     if doc.get("status"):
         raise ManifestError(
             "status", "a PodGroup's status is the scheduler's to write; submit it without one"

@@ -97,8 +97,9 @@ def _climb(
 
 
 def _owned(doc: dict[str, Any]) -> bool:
-    refs = doc.get("metadata", {}).get("ownerReferences") if isinstance(doc.get("metadata"), dict) else None
-    return bool(refs)
+    """Whether the document names an owner (KAI treats only an owner-less pod as the user's own)."""
+    meta = doc.get("metadata")
+    return isinstance(meta, dict) and bool(meta.get("ownerReferences"))
 
 
 def _podgroup_metas(docs: list[Any], uid: str) -> dict[int, Meta]:
@@ -207,7 +208,8 @@ def group_manifests(
     registry: Registry | None = None,
     nesting_bounded: bool = False,
 ) -> list[PodGroupCreated]:
-    """The pod groups a submission makes, in document order.
+    """The pod groups a submission makes, in document order, then the submitted KAI PodGroups
+    (``external_podgroup``) with the pods that name them.
 
     Raises ``ManifestError`` naming the field path (and the document, when there
     are several) for a manifest that cannot be grouped, or when no document of

@@ -251,3 +251,8 @@ spec:
 def test_the_submission_queue_overrides_the_podgroups():
     text = podgroup("  minMember: 1\n") + "---" + bare_pod("p", "pg")
     assert only(group_yaml(text, queue_override="ops")).queue == "ops"
+
+
+def test_a_podgroup_name_that_is_no_job_name_is_refused_naming_it():
+    error = refusal(podgroup("  queue: q\n", name="Not_A_Name") + "---" + bare_pod("p", "Not_A_Name"))
+    assert (error.document, error.path) == (0, "metadata.name")
