@@ -19,10 +19,11 @@ import msgspec
 from muster import bounds, runtimes
 from muster.events import PodGroupCreated
 from muster.grouping.errors import ManifestError
+from muster.grouping.external_podgroup import external_pods, is_podgroup, podgroup_created, read_podgroups
 from muster.grouping.fields import as_map, join
 from muster.grouping.limits import MAX_CREATED_DEPTH, MAX_PODS, check_count
 from muster.grouping.metadata import finish
-from muster.grouping.model import Batch, Context, Draft, Meta, object_meta
+from muster.grouping.model import Batch, Context, Draft, Meta, PodTemplate, object_meta
 from muster.grouping.nesting import check_depth
 from muster.grouping.registry import REGISTRY, Registry
 from muster.names import JOB, QUEUE, quoted
@@ -93,6 +94,26 @@ def _climb(
         current = parent
         parent = _owner(docs[current], current, names)
     return current
+
+
+def _owned(doc: dict[str, Any]) -> bool:
+    """Whether the document names an owner (KAI treats only an owner-less pod as the user's own)."""
+    meta = doc.get("metadata")
+    return isinstance(meta, dict) and bool(meta.get("ownerReferences"))
+
+
+def _podgroup_metas(docs: list[Any], uid: str) -> dict[int, Meta]:
+    """The submitted KAI PodGroups, by document: read before any pod, which may name one."""
+    out: dict[int, Meta] = {}
+    for i, doc in enumerate(docs):
+        if isinstance(doc, dict) and doc.get("kind") == "PodGroup":
+            try:
+                meta = object_meta(doc, "", uid=uid)
+            except ManifestError as exc:
+                raise exc.in_document(i) from None
+            if is_podgroup(meta):
+                out[i] = meta
+    return out
 
 
 def _pods(result: Draft | PodGroupCreated) -> int:
@@ -187,7 +208,8 @@ def group_manifests(
     registry: Registry | None = None,
     nesting_bounded: bool = False,
 ) -> list[PodGroupCreated]:
-    """The pod groups a submission makes, in document order.
+    """The pod groups a submission makes, in document order, then the submitted KAI PodGroups
+    (``external_podgroup``) with the pods that name them.
 
     Raises ``ManifestError`` naming the field path (and the document, when there
     are several) for a manifest that cannot be grouped, or when no document of
@@ -210,6 +232,8 @@ def group_manifests(
     grouping = _Grouping(batch, uid, registry or REGISTRY)
     priorities = batch.priority_values()
     tops = _top_owners([d if isinstance(d, dict) else {} for d in docs])
+    podgroups = read_podgroups(docs, _podgroup_metas(docs, uid))
+    joined: dict[str, list[PodTemplate]] = {name: [] for name in podgroups}
     events: list[PodGroupCreated] = []
     pod_group_of: dict[int, str] = {}
     pods = 0
@@ -217,7 +241,7 @@ def group_manifests(
         try:
             doc = as_map(doc, "")
             meta = object_meta(doc, "", uid=uid)
-            if _is_context(meta):
+            if _is_context(meta) or is_podgroup(meta):
                 continue
             _check_own_name(doc, meta)
             top = tops[i]
@@ -225,6 +249,14 @@ def group_manifests(
                 continue  # described by its top owner's templates
             results = grouping.group_object(doc, "", meta=meta)
             for result in results:
+                if isinstance(result, Draft):
+                    bare = meta.kind == "Pod" and not meta.group and not _owned(doc)
+                    members = external_pods(result, podgroups, bare=bare)
+                    if members is not None:
+                        for name, template in members:
+                            joined[name].append(template)
+                            pods += template.pod.count
+                        continue
                 if isinstance(result, PodGroupCreated):
                     event = msgspec.structs.replace(
                         result,
@@ -255,6 +287,24 @@ def group_manifests(
                 )
         except ManifestError as exc:
             raise (exc.in_document(i) if many else exc) from None
+    events = _merge(events)
+    taken = {event.name for event in events}
+    for name, group in podgroups.items():
+        try:
+            if name in taken:
+                raise ManifestError("metadata.name", f"{name!r} is also the name of a group muster made here")
+            event = podgroup_created(
+                group,
+                joined[name],
+                priority_values=priorities,
+                submitted_at=submitted_at,
+                uid=uid,
+                queue_override=queue_override,
+            )
+            _check_bounds(event)
+        except ManifestError as exc:
+            raise (exc.in_document(group.index) if many else exc) from None
+        events.append(event)
     if not events:
         raise ManifestError("", "no document in the submission runs any pod")
-    return _merge(events)
+    return events

@@ -29,7 +29,6 @@ from __future__ import annotations
 from muster import runtimes
 from muster.events import PodGroupCreated, Topology
 from muster.grouping.errors import ManifestError
-from muster.grouping.external import refuse_skip_podgrouper
 from muster.grouping.fields import join
 from muster.grouping.model import Draft, Meta
 from muster.grouping.timing import PREEMPTION_DELAY, STALENESS_GRACE, annotated_seconds
@@ -132,8 +131,6 @@ def finish(
     queue_override: str | None,
 ) -> PodGroupCreated:
     """The ``PodGroupCreated`` event for one draft."""
-    for owner in (*draft.owners, draft.top):
-        refuse_skip_podgrouper(owner.annotations, "metadata")
     first = draft.pods[0] if draft.pods else None
     pod_labels = first.labels if first else {}
     pod_annotations = first.annotations if first else {}

@@ -17,7 +17,6 @@ import msgspec
 
 from muster.events import PodGroupCreated, PodSpec, SubGroup, Topology
 from muster.grouping.errors import ManifestError
-from muster.grouping.external import refuse_skip_podgrouper
 from muster.grouping.fields import as_map, get_map, get_str, join, string_map
 from muster.grouping.podspec import build_pod_spec, names_an_image
 from muster.grouping.timing import check_timing_annotations
@@ -98,6 +97,9 @@ class PodTemplate:
     priority_class_name: str | None
     image: bool = False
     """Whether a container of the pod names an image: then only a node that runs images can run it."""
+    meta_path: str = ""
+    """Where the pod's metadata sits in the manifest (``spec.template.metadata``): refusals of its
+    labels and annotations name it."""
 
     def with_pod(self, **changes: Any) -> PodTemplate:
         return replace(self, pod=msgspec.structs.replace(self.pod, **changes))
@@ -121,7 +123,6 @@ def pod_template(
         spec = as_map(template[spec_key], spath)
         meta = nested_meta(template, path)
         meta_path = join(path, "metadata")
-    refuse_skip_podgrouper(meta.annotations, meta_path)
     check_timing_annotations(meta.annotations, meta_path)
     return PodTemplate(
         pod=build_pod_spec(
@@ -131,6 +132,7 @@ def pod_template(
         annotations=meta.annotations,
         priority_class_name=get_str(spec, "priorityClassName", spath),
         image=names_an_image(spec),
+        meta_path=meta_path,
     )
 
 

@@ -21,12 +21,16 @@ def annotated_seconds(annotations: dict[str, str], key: str, path: str) -> float
     text = annotations.get(key)
     if text is None:
         return None
-    where = join(join(path, "annotations"), key)
+    return duration_seconds(text, join(join(path, "annotations"), key), may_be_negative=_MAY_BE_NEGATIVE[key])
+
+
+def duration_seconds(text: str, where: str, *, may_be_negative: bool) -> float:
+    """Seconds in the Go duration ``text`` read from the field ``where`` (refused naming it)."""
     try:
         seconds = parse_go_duration(text.strip())
     except ValueError as exc:
         raise ManifestError(where, str(exc)) from None
-    if seconds < 0 and not _MAY_BE_NEGATIVE[key]:
+    if seconds < 0 and not may_be_negative:
         raise ManifestError(where, f"must not be negative, got {text!r}")
     return seconds
 
