@@ -184,3 +184,10 @@ def test_a_trainjobs_bad_batch_min_member_is_refused_on_the_trainjob():
     with pytest.raises(ManifestError) as err:
         group_yaml(TRAINJOB.format(annotations="{kai.scheduler/batch-min-member: '0'}", POD=POD))
     assert err.value.path == "metadata.annotations.kai.scheduler/batch-min-member"
+
+
+def test_a_replicated_job_that_asks_to_skip_the_podgrouper_is_refused_by_name():
+    annotations = '{kai.scheduler/skip-podgrouper: "true"}'
+    with pytest.raises(ManifestError) as err:
+        group_yaml(jobset(rjob("a", annotations=annotations)))
+    assert err.value.path.endswith("template.metadata.annotations.kai.scheduler/skip-podgrouper")

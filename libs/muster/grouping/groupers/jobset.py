@@ -25,7 +25,7 @@ from typing import Any
 
 from muster.events import SubGroup
 from muster.grouping.errors import ManifestError
-from muster.grouping.external import refuse_skip_podgrouper
+from muster.grouping.external_podgroup import SKIP_PODGROUPER, skips_podgrouper
 from muster.grouping.fields import as_map, get_count, get_int, get_list, get_map, get_str, join, require_map
 from muster.grouping.groupers.core import BATCH_MIN_MEMBER
 from muster.grouping.limits import check_count
@@ -88,7 +88,11 @@ def replicated_jobs(spec: dict[str, Any], spath: str) -> list[ReplicatedJob]:
         template = require_map(rjob, "template", rpath)
         job = nested_meta(template, tpath, kind="Job")
         apath = join(join(tpath, "metadata"), "annotations")
-        refuse_skip_podgrouper(job.annotations, join(tpath, "metadata"))
+        if skips_podgrouper(job.annotations):
+            # The JobSet is one group; one of its Jobs cannot hand its pods to a PodGroup of its own.
+            raise ManifestError(
+                join(apath, SKIP_PODGROUPER), "a replicatedJob's Job cannot leave the JobSet's group"
+            )
         _refuse_leaf_topology(job.annotations, apath)
         jpath = join(tpath, "spec")
         job_spec = require_map(template, "spec", tpath)
