@@ -215,7 +215,9 @@ class Agent:
         key = f"{ev.event_type(event)}:{event.job}:{event.pod}:{seq}"  # type: ignore[union-attr]
         if key in self.published:
             return 0
-        await self.bus.publish(self.subjects.pods(self.pool), [event], msg_id=f"agent:{self.node}:{key}")
+        await self.bus.publish(
+            self.subjects.node_pods(self.pool, self.node), [event], msg_id=f"agent:{self.node}:{key}"
+        )
         self.published.add(key)
         return 1
 
@@ -223,7 +225,7 @@ class Agent:
 
     async def register(self) -> None:
         await self.bus.publish(
-            self.subjects.nodes(self.pool),
+            self.subjects.node_facts(self.pool, self.node),
             [ev.NodeRegistered(node=self.config.node)],
             msg_id=f"agent:{self.node}:register:{self.boot}",
         )
@@ -238,7 +240,7 @@ class Agent:
             n += 1
             try:
                 await self.bus.publish(
-                    self.subjects.nodes(self.pool),
+                    self.subjects.node_facts(self.pool, self.node),
                     [ev.NodeUpdated(node=self.config.node)],
                     msg_id=f"agent:{self.node}:heartbeat:{self.boot}:{n}",
                 )
@@ -283,7 +285,7 @@ class Agent:
                 evicted = ev.PodEvicted(job=bind.job, pod=bind.pod, node=self.node, pool=bind.pool)
                 await self._report(evicted, placement.seq)
         await self.bus.publish(
-            self.subjects.nodes(self.pool),
+            self.subjects.node_facts(self.pool, self.node),
             [ev.NodeRemoved(name=self.node, pool=self.pool)],
             msg_id=f"agent:{self.node}:drained:{self.boot}",
         )
@@ -329,7 +331,7 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
         rebuild_then_consume(
             ctx,
             consumer_name(config.node.name),
-            [s.podgroups, s.nodes(pool), s.decisions(pool), s.pods(pool)],
+            [s.podgroups, *s.node_subjects(pool), s.decisions(pool), *s.pod_subjects(pool)],
             handle,
             on_rebuilt=on_rebuilt,
             start_seq=start_seq,
