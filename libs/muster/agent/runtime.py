@@ -29,6 +29,7 @@ from muster.agent.procs import Processes, alive, master_port, pod_env
 from muster.agent.sandbox import PodFolders, RunAs, default_pods_dir
 from muster.agent.snapshot import AgentCodec
 from muster.bus import NatsBus
+from muster.runtime.security import NatsCredentials
 from muster.runtime.settings import Endpoints, Settings
 from muster.service import ServiceContext, rebuild_then_consume
 
@@ -49,6 +50,8 @@ class AgentConfig:
     """The user pods run as (None: the agent's own; see ``muster.agent.sandbox``)."""
     pods_dir: Path | None = None
     """Where each pod gets its own folder (None: under the system's temporary folder)."""
+    credentials: NatsCredentials | None = field(default=None, repr=False)
+    """The node's own NATS login (``muster.agent_logins``); None: as any client finds its login."""
 
     @property
     def directory(self) -> Path:
@@ -300,7 +303,10 @@ class Agent:
 async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Event) -> None:
     """Run one machine's agent until ``stop`` is set; then drain the node."""
     bus = await NatsBus.connect(
-        endpoints.nats_url, endpoints.subjects, service=consumer_name(config.node.name)
+        endpoints.nats_url,
+        endpoints.subjects,
+        service=consumer_name(config.node.name),
+        credentials=config.credentials,
     )
     agent = Agent(config, bus)
     s = endpoints.subjects

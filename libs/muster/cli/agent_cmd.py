@@ -10,6 +10,7 @@ import signal
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from muster import events as ev
 from muster import pod_constraints
@@ -19,6 +20,7 @@ from muster.quantity import byte_count, cpu_millis
 
 if TYPE_CHECKING:
     from muster.agent.machine import Gpus
+    from muster.runtime.security import NatsCredentials
     from muster.runtime.settings import Endpoints
 
 
@@ -133,6 +135,23 @@ def nats_endpoints(url: str | None) -> Endpoints:
     return Endpoints(nats_url=nats_url, pg_dsn=settings.pg_dsn or "", prefix=prefix)
 
 
+def own_login(home: Path, node: str, nats_url: str, env=os.environ) -> NatsCredentials | None:
+    """The login of ``node``'s own agent user, if ``muster node add`` made one and no other login is
+    asked for (``MUSTER_NATS_USER``, or a user in the URL); None: the login any client would use."""
+    from muster import agent_logins
+    from muster.runtime.security import NatsCredentials
+
+    if env.get("MUSTER_NATS_USER") or urlsplit(nats_url.split(",")[0]).username:
+        return None
+    try:
+        login = agent_logins.find(home, node)
+    except agent_logins.AgentLoginError as exc:
+        fail(str(exc))
+    if login is None:
+        return None
+    return NatsCredentials(login.user, login.password, login.nats_ca or env.get("MUSTER_NATS_CA") or None)
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -173,9 +192,10 @@ def _run(args: argparse.Namespace) -> int:
         fail(str(exc))
     endpoints = nats_endpoints(args.nats)
     home = Settings.from_env().home
+    credentials = own_login(home, args.node, endpoints.nats_url)
     config = AgentConfig(
         node=spec, home=home, heartbeat=args.heartbeat, grace_period=args.grace_period, address=args.address,
-        run_as=run_as, pods_dir=args.pods_dir,
+        run_as=run_as, pods_dir=args.pods_dir, credentials=credentials,
     )  # fmt: skip
     folders = config.pod_folders()
     try:
@@ -188,6 +208,13 @@ def _run(args: argparse.Namespace) -> int:
         "node %s: %d gpus, %g cpu, %d bytes of memory; logs in %s",
         spec.name, gpus.count, spec.resources.cpu / 1000, spec.resources.memory, config.directory / "logs",
     )  # fmt: skip
+    if credentials is None:
+        log.warning(
+            "node %s has no NATS login of its own (`muster node add %s`): this agent logs in as any "
+            "client would, as a user that may speak for every node", args.node, args.node,
+        )  # fmt: skip
+    else:
+        log.info("logged in as %s, which may speak for node %s only", credentials.user, args.node)
     if run_as is None:
         log.info(
             "pods run as %s, this agent's own user (only an agent running as root can run them as "
