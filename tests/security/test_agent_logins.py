@@ -117,3 +117,29 @@ async def test_a_nodes_agent_reads_its_replies_under_its_own_inbox(secured):
         assert bus.nc.new_inbox().startswith("_INBOX.agent-rack-1_b.")
     finally:
         await bus.close()
+
+
+async def test_an_agent_with_its_nodes_login_registers_heartbeats_and_leaves_on_its_nodes_subjects(
+    secured, tmp_path
+):
+    from muster.agent.runtime import AgentConfig, run_agent
+    from muster.runtime.settings import Endpoints
+
+    spec = ev.NodeSpec(name="a", pool="agents", resources=ev.Resources(cpu=1000, memory=2**30))
+    config = AgentConfig(
+        node=spec, home=tmp_path, heartbeat=0.1, pods_dir=tmp_path / "pods", credentials=secured.login("a")
+    )
+    stop = asyncio.Event()
+    running = asyncio.create_task(run_agent(config, Endpoints(secured.server.url, "", "muster"), stop))
+
+    async def facts() -> list:
+        return [e for d in await stored(secured, SUBJECTS.node_facts("agents", "a")) for e in d.events]
+
+    for _ in range(100):
+        if any(isinstance(e, ev.NodeUpdated) for e in await facts()):
+            break
+        await asyncio.sleep(0.1)
+    stop.set()
+    await asyncio.wait_for(running, 30)
+    kinds = [type(e) for e in await facts()]
+    assert kinds[0] is ev.NodeRegistered and ev.NodeUpdated in kinds and kinds[-1] is ev.NodeRemoved
