@@ -87,7 +87,8 @@ def _refuse_other_node(subject: str, pool: str, node: str, events: Sequence[Even
     # Only the types `EVENT_TYPES` lets on a node's subject reach here, and each of them names a node.
     for i, event in enumerate(events):
         path, value = _node_field(event)
-        if node_token(value) != node:
+        # A token names one node name; `_` is in no node's name, so `a_b` is not `a.b`'s.
+        if node_token(value) != node or "_" in value:
             raise Refused(f"$.events[{i}].{path}: {value!r} is not the node of {subject}")
         path, value = _pool_field(event)
         if value != pool:

@@ -70,9 +70,10 @@ def test_one_foreign_node_in_an_envelope_refuses_the_whole_envelope():
     assert refusal(S.node_pods("gpu", "a"), [own, other]).startswith("$.events[1].node:")
 
 
-def test_a_node_whose_dots_become_the_token_of_another_name_is_still_another_node():
-    # `a.b` and `a-b` differ; only `a.b` owns `..._a_b`.
-    event = ev.PodCompleted(job="j", pod=0, node="a-b", pool="gpu")
+@pytest.mark.parametrize("named", ["a-b", "a_b"])
+def test_only_the_node_whose_dots_make_the_token_owns_its_subject(named):
+    # Only `a.b` owns `..._a_b`: neither `a-b` nor `a_b` (which no node may be called) does.
+    event = ev.PodCompleted(job="j", pod=0, node=named, pool="gpu")
     assert "is not the node" in refusal(S.node_pods("gpu", "a.b"), [event])
 
 
