@@ -31,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "present, else --gpus; CPU and memory from the OS), heartbeats, and runs every pod bound to it "
         "with CUDA_VISIBLE_DEVICES set to its devices. Logs go to $MUSTER_HOME/agent/NODE/logs/. "
         "Ctrl-C stops its pods (SIGTERM, then SIGKILL after their grace period) and leaves the pool. "
-        "Pods never see the agent's environment; an agent running as root runs them as --run-as.",
+        "Pods never see the agent's environment; an agent running as root runs them as --run-as. "
+        "With its node's own login ($MUSTER_HOME/secrets/agents/NODE.json, from `muster node add NODE`) "
+        "it may speak for its node only; without one it logs in as the shared agent user.",
     )
     # As the kubelet does, the host name in lower case: a node name is (muster.names).
     p.add_argument(
