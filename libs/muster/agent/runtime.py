@@ -29,7 +29,7 @@ from muster.agent.procs import Processes, alive, master_port, pod_env
 from muster.agent.sandbox import PodFolders, RunAs, default_pods_dir
 from muster.agent.snapshot import AgentCodec
 from muster.bus import NatsBus
-from muster.runtime.security import NatsCredentials
+from muster.runtime.security import NatsCredentials, agent_user
 from muster.runtime.settings import Endpoints, Settings
 from muster.service import ServiceContext, rebuild_then_consume
 
@@ -62,7 +62,8 @@ class AgentConfig:
 
 
 def consumer_name(node: str) -> str:
-    return "agent-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in node)
+    """The agent's durable consumer and fold: named as its node's own NATS user is."""
+    return agent_user(node)
 
 
 class Agent:

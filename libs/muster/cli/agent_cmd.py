@@ -137,13 +137,18 @@ def nats_endpoints(url: str | None) -> Endpoints:
     return Endpoints(nats_url=nats_url, pg_dsn=settings.pg_dsn or "", prefix=prefix)
 
 
+def login_given(nats_url: str, env=os.environ) -> bool:
+    """Whether the agent is told whom to log in as (``MUSTER_NATS_USER``, or a user in the URL)."""
+    return bool(env.get("MUSTER_NATS_USER") or urlsplit(nats_url.split(",")[0]).username)
+
+
 def own_login(home: Path, node: str, nats_url: str, env=os.environ) -> NatsCredentials | None:
     """The login of ``node``'s own agent user, if ``muster node add`` made one and no other login is
     asked for (``MUSTER_NATS_USER``, or a user in the URL); None: the login any client would use."""
     from muster import agent_logins
     from muster.runtime.security import NatsCredentials
 
-    if env.get("MUSTER_NATS_USER") or urlsplit(nats_url.split(",")[0]).username:
+    if login_given(nats_url, env):
         return None
     try:
         login = agent_logins.find(home, node)
@@ -210,12 +215,12 @@ def _run(args: argparse.Namespace) -> int:
         "node %s: %d gpus, %g cpu, %d bytes of memory; logs in %s",
         spec.name, gpus.count, spec.resources.cpu / 1000, spec.resources.memory, config.directory / "logs",
     )  # fmt: skip
-    if credentials is None:
+    if credentials is None and not login_given(endpoints.nats_url):
         log.warning(
             "node %s has no NATS login of its own (`muster node add %s`): this agent logs in as any "
             "client would, as a user that may speak for every node", args.node, args.node,
         )  # fmt: skip
-    else:
+    elif credentials is not None:
         log.info("logged in as %s, which may speak for node %s only", credentials.user, args.node)
     if run_as is None:
         log.info(
