@@ -46,6 +46,11 @@ EVENT_TYPES: dict[str, frozenset[str]] = {
         {"PodBound", "BindFailed", "BindRejected", "PodEvicted", "PodCompleted", "PodFailed"}
     ),
     "deadletter": frozenset({"DeadLettered"}),
+    # One machine agent's own facts (`nodes.<pool>.<node>`, `pods.<pool>.<node>`): a login may be
+    # allowed these subjects for its node only, and every event on one must name that node and pool
+    # (`muster.bus.admission`). Node loss and adoption stay on the pool's subject: no agent says them.
+    "nodes.*.*": frozenset({"NodeRegistered", "NodeUpdated", "NodeRemoved"}),
+    "pods.*.*": frozenset({"PodBound", "BindFailed", "PodEvicted", "PodCompleted", "PodFailed"}),
 }
 
 
@@ -72,6 +77,28 @@ def _allowed(prefix: str, subject: str) -> frozenset[str]:
 def _token(name: str) -> str:
     """``name`` as one subject token: characters NATS reads as separators or wildcards replaced."""
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def node_token(node: str) -> str:
+    """Node ``node`` as the last token of its subjects: its dots become ``_``.
+
+    One-to-one over node names (``muster.names.NODE`` allows no ``_``), so a
+    token names exactly one node.
+    """
+    return _token(node)
+
+
+@lru_cache(maxsize=4096)
+def _pool_and_node(prefix: str, subject: str) -> tuple[str, str] | None:
+    for flow in ("nodes", "pods"):
+        if subject_matches(f"{prefix}.{flow}.*.*", subject):
+            pool, node = subject.split(".")[-2:]
+            return pool, node
+    return None
+
+
+def _node_part(node: str) -> str:
+    return node if node in ("*", ">") else node_token(node)
 
 
 @dataclass(frozen=True)
@@ -132,6 +159,14 @@ class Subjects:
         """NodeRegistered, NodeUpdated, NodeRemoved, AdoptPods; NodeLost with its PodEvicted and NodeRemoved."""
         return f"{self.prefix}.nodes.{pool}"
 
+    def node_facts(self, pool: str = "*", node: str = "*") -> str:
+        """NodeRegistered, NodeUpdated, NodeRemoved: from the agent of ``node`` (a name or ``*``)."""
+        return f"{self.prefix}.nodes.{pool}.{_node_part(node)}"
+
+    def node_subjects(self, pool: str = "*") -> list[str]:
+        """Every subject ``pool``'s node events travel on: the pool's, and each agent node's."""
+        return [self.nodes(pool), self.node_facts(pool)]
+
     def decisions(self, pool: str = "*") -> str:
         """BindRequested, EvictionRequested, PendingReasons, CycleCompleted, LeaderElected, AllocatorConfigured."""
         return f"{self.prefix}.decisions.{pool}"
@@ -140,12 +175,24 @@ class Subjects:
         """PodBound, BindFailed, BindRejected, PodEvicted, PodCompleted, PodFailed."""
         return f"{self.prefix}.pods.{pool}"
 
+    def node_pods(self, pool: str = "*", node: str = "*") -> str:
+        """PodBound, BindFailed, PodEvicted, PodCompleted, PodFailed: from the agent of ``node``."""
+        return f"{self.prefix}.pods.{pool}.{_node_part(node)}"
+
+    def pod_subjects(self, pool: str = "*") -> list[str]:
+        """Every subject ``pool``'s pod facts travel on: the pool's (binder, nodewatch), each agent node's."""
+        return [self.pods(pool), self.node_pods(pool)]
+
+    def pool_and_node(self, subject: str) -> tuple[str, str] | None:
+        """The (pool, node token) an agent node's subject names, or None for any other subject."""
+        return _pool_and_node(self.prefix, subject)
+
     def agent_logs(self, node: str) -> str:
         """Core NATS request/reply subject where ``muster agent`` serves its pods' logs.
 
         Outside the stream's subjects on purpose: log chunks are not facts.
         """
-        return f"_{self.stream}_LOGS.{_token(node)}"
+        return f"_{self.stream}_LOGS.{node_token(node)}"
 
     def alive(self, pool: str, instance: str) -> str:
         """Core NATS subject where an allocator instance of ``pool`` answers "are you there?"

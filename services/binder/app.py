@@ -23,7 +23,7 @@ TICK_SECONDS = 0.2  # how often run time is checked for completions
 async def run(ctx: ServiceContext) -> None:
     s = ctx.subjects
     handlers = BinderHandlers(ctx.bus, s, SimFleet(), clock=time.time, metrics=ctx.metrics)
-    subjects = [s.nodes("*"), s.podgroups, s.decisions("*"), s.pods("*")]
+    subjects = [*s.node_subjects(), s.podgroups, s.decisions("*"), *s.pod_subjects()]
     snapshots, start_seq = await snapshotting.restored(
         ctx.bus, "binder", handlers, BinderCodec(), owner="binder", env=ctx.settings.extra
     )

@@ -41,7 +41,7 @@ async def run(ctx: ServiceContext) -> None:
         rebuild_then_consume(
             ctx,
             "nodewatch",
-            [s.nodes("*"), s.decisions("*"), s.pods("*")],
+            [*s.node_subjects(), s.decisions("*"), *s.pod_subjects()],
             handle,
             on_rebuilt=on_rebuilt,
             start_seq=start_seq,

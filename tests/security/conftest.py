@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -51,6 +51,41 @@ class SecuredNats:
         finally:
             for bus in connected:
                 await bus.close()
+
+
+class LoginsServer:
+    """An embedded server with the system's users and more logins besides (tenants', nodes')."""
+
+    def __init__(self, server: EmbeddedNats, passwords: dict[str, str], logins: dict[str, NatsCredentials]):
+        self.server, self.passwords, self.logins = server, passwords, logins
+
+    def login(self, who: str) -> NatsCredentials:
+        return self.logins.get(who) or NatsCredentials(who, self.passwords[who])
+
+    async def bus(self, who: str) -> NatsBus:
+        bus = await NatsBus.connect(
+            self.server.url, SUBJECTS, service=f"test-{who}", credentials=self.login(who)
+        )
+        bus.js._timeout = 1.0  # a refused publish gets no answer: wait briefly
+        bus.publish_patience = 0.0
+        return bus
+
+
+@contextlib.contextmanager
+def logins_server(folder, auth_of, logins: dict[str, NatsCredentials]) -> Iterator[LoginsServer]:
+    """A server whose config ``auth_of(system passwords)`` renders, its stream made by the CLI user."""
+    passwords = {u: generate_password() for u in NATS_USERS}
+    server = EmbeddedNats(folder, auth=auth_of(passwords)).start()
+    try:
+        found = LoginsServer(server, passwords, logins)
+
+        async def create_stream() -> None:
+            await (await found.bus("cli")).close()
+
+        asyncio.run(create_stream())
+        yield found
+    finally:
+        server.stop()
 
 
 async def _create_stream(secured: SecuredNats) -> None:

@@ -21,8 +21,8 @@ from muster.tenants import TenantLogin
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from tests.security import test_tenants
-from tests.security.conftest import SUBJECTS
-from tests.security.test_tenants import TENANTS, Server
+from tests.security.conftest import SUBJECTS, LoginsServer
+from tests.security.test_tenants import TENANTS
 
 pytestmark = pytest.mark.nats
 
@@ -37,7 +37,7 @@ def login(tenant) -> TenantLogin:
     return TenantLogin(tenant.name, tenant.queues, tenant.user, tenant.password)
 
 
-async def client_of(secured: Server, who: str) -> Client:
+async def client_of(secured: LoginsServer, who: str) -> Client:
     """A client as ``Client.connect`` makes it: a tenant's login and id key, or the CLI's."""
     bus = await secured.bus(who)
     bus.publish_patience = 5.0  # a lost acknowledgement is resent, as in real use
@@ -51,7 +51,7 @@ async def client_of(secured: Server, who: str) -> Client:
     )
 
 
-async def submissions(secured: Server, subject: str, uid: str) -> list[WorkloadSubmitted]:
+async def submissions(secured: LoginsServer, subject: str, uid: str) -> list[WorkloadSubmitted]:
     bus = await secured.bus("cli")
     try:
         return [
@@ -64,7 +64,7 @@ async def submissions(secured: Server, subject: str, uid: str) -> list[WorkloadS
         await bus.close()
 
 
-async def squat(secured: Server, msg_id: str, uid: str = "squat") -> None:
+async def squat(secured: LoginsServer, msg_id: str, uid: str = "squat") -> None:
     """The attacker publishes first, on its own queue's subject, under ``msg_id``."""
     bus = await secured.bus(ATTACKER.name)
     try:

@@ -5,15 +5,11 @@ The server refuses the rest, so nothing a tenant publishes elsewhere is ever sto
 
 from __future__ import annotations
 
-import asyncio
-
 import nats
 import pytest
 from muster.bus import NatsBus
 from muster.events import CancelRequested, PodGroupDeleted, WorkloadSubmitted
-from muster.runtime.embedded import EmbeddedNats
 from muster.runtime.security import (
-    NATS_USERS,
     NatsAuth,
     NatsCredentials,
     generate_password,
@@ -21,7 +17,7 @@ from muster.runtime.security import (
 )
 from muster.tenants import Tenant
 
-from tests.security.conftest import SUBJECTS
+from tests.security.conftest import SUBJECTS, LoginsServer, logins_server
 
 pytestmark = pytest.mark.nats
 
@@ -31,47 +27,19 @@ TENANTS = (
 )
 
 
-class Server:
-    def __init__(self, server: EmbeddedNats, passwords: dict[str, str]):
-        self.server, self.passwords = server, passwords
-
-    def login(self, who: str) -> NatsCredentials:
-        for tenant in TENANTS:
-            if tenant.name == who:
-                return NatsCredentials(tenant.user, tenant.password)
-        return NatsCredentials(who, self.passwords[who])
-
-    async def bus(self, who: str) -> NatsBus:
-        bus = await NatsBus.connect(
-            self.server.url, SUBJECTS, service=f"test-{who}", credentials=self.login(who)
-        )
-        bus.js._timeout = 1.0  # a refused publish gets no answer: wait briefly
-        bus.publish_patience = 0.0
-        return bus
-
-
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    passwords = {u: generate_password() for u in NATS_USERS}
-    auth = NatsAuth("muster", passwords, tenants=TENANTS)
-    server = EmbeddedNats(tmp_path_factory.mktemp("nats"), auth=auth).start()
-    try:
-        found = Server(server, passwords)
-
-        async def create_stream() -> None:
-            await (await found.bus("cli")).close()
-
-        asyncio.run(create_stream())
-        yield found
-    finally:
-        server.stop()
+    logins = {t.name: NatsCredentials(t.user, t.password) for t in TENANTS}
+    auth_of = lambda passwords: NatsAuth("muster", passwords, tenants=TENANTS)  # noqa: E731
+    with logins_server(tmp_path_factory.mktemp("nats"), auth_of, logins) as server:
+        yield server
 
 
 def submission(uid: str) -> WorkloadSubmitted:
     return WorkloadSubmitted(uid=uid, manifests=[])
 
 
-async def stored(secured: Server, subject: str) -> int:
+async def stored(secured: LoginsServer, subject: str) -> int:
     bus = await secured.bus("cli")
     try:
         return len([d async for d in bus.read([subject])])

@@ -29,6 +29,7 @@ from muster.agent.procs import Processes, alive, master_port, pod_env
 from muster.agent.sandbox import PodFolders, RunAs, default_pods_dir
 from muster.agent.snapshot import AgentCodec
 from muster.bus import NatsBus
+from muster.runtime.security import NatsCredentials, agent_user
 from muster.runtime.settings import Endpoints, Settings
 from muster.service import ServiceContext, rebuild_then_consume
 
@@ -49,6 +50,8 @@ class AgentConfig:
     """The user pods run as (None: the agent's own; see ``muster.agent.sandbox``)."""
     pods_dir: Path | None = None
     """Where each pod gets its own folder (None: under the system's temporary folder)."""
+    credentials: NatsCredentials | None = field(default=None, repr=False)
+    """The node's own NATS login (``muster.agent_logins``); None: as any client finds its login."""
 
     @property
     def directory(self) -> Path:
@@ -59,7 +62,8 @@ class AgentConfig:
 
 
 def consumer_name(node: str) -> str:
-    return "agent-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in node)
+    """The agent's durable consumer and fold: named as its node's own NATS user is."""
+    return agent_user(node)
 
 
 class Agent:
@@ -215,7 +219,9 @@ class Agent:
         key = f"{ev.event_type(event)}:{event.job}:{event.pod}:{seq}"  # type: ignore[union-attr]
         if key in self.published:
             return 0
-        await self.bus.publish(self.subjects.pods(self.pool), [event], msg_id=f"agent:{self.node}:{key}")
+        await self.bus.publish(
+            self.subjects.node_pods(self.pool, self.node), [event], msg_id=f"agent:{self.node}:{key}"
+        )
         self.published.add(key)
         return 1
 
@@ -223,7 +229,7 @@ class Agent:
 
     async def register(self) -> None:
         await self.bus.publish(
-            self.subjects.nodes(self.pool),
+            self.subjects.node_facts(self.pool, self.node),
             [ev.NodeRegistered(node=self.config.node)],
             msg_id=f"agent:{self.node}:register:{self.boot}",
         )
@@ -238,7 +244,7 @@ class Agent:
             n += 1
             try:
                 await self.bus.publish(
-                    self.subjects.nodes(self.pool),
+                    self.subjects.node_facts(self.pool, self.node),
                     [ev.NodeUpdated(node=self.config.node)],
                     msg_id=f"agent:{self.node}:heartbeat:{self.boot}:{n}",
                 )
@@ -283,7 +289,7 @@ class Agent:
                 evicted = ev.PodEvicted(job=bind.job, pod=bind.pod, node=self.node, pool=bind.pool)
                 await self._report(evicted, placement.seq)
         await self.bus.publish(
-            self.subjects.nodes(self.pool),
+            self.subjects.node_facts(self.pool, self.node),
             [ev.NodeRemoved(name=self.node, pool=self.pool)],
             msg_id=f"agent:{self.node}:drained:{self.boot}",
         )
@@ -298,7 +304,10 @@ class Agent:
 async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Event) -> None:
     """Run one machine's agent until ``stop`` is set; then drain the node."""
     bus = await NatsBus.connect(
-        endpoints.nats_url, endpoints.subjects, service=consumer_name(config.node.name)
+        endpoints.nats_url,
+        endpoints.subjects,
+        service=consumer_name(config.node.name),
+        credentials=config.credentials,
     )
     agent = Agent(config, bus)
     s = endpoints.subjects
@@ -329,7 +338,7 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
         rebuild_then_consume(
             ctx,
             consumer_name(config.node.name),
-            [s.podgroups, s.nodes(pool), s.decisions(pool), s.pods(pool)],
+            [s.podgroups, *s.node_subjects(pool), s.decisions(pool), *s.pod_subjects(pool)],
             handle,
             on_rebuilt=on_rebuilt,
             start_seq=start_seq,

@@ -2,7 +2,10 @@
 
 A message is admitted when it decodes as an envelope, every event's type may
 travel on the message's subject (``muster.subjects.EVENT_TYPES``), and every
-value is within ``muster.bounds``. Anything else is ``Refused`` with a reason
+value is within ``muster.bounds``, and on a machine agent's own subject
+(``<prefix>.pods.<pool>.<node>``, ``<prefix>.nodes.<pool>.<node>``) every
+event names that node and that pool: a login allowed one node's subjects
+speaks for that node only. Anything else is ``Refused`` with a reason
 naming the field, or the type and the subject: folds, durable consumers and
 the projector dead-letter it, and nobody applies or projects any part of it.
 Whatever the bytes, admitting them raises nothing but ``Refused``.
@@ -17,8 +20,16 @@ from functools import lru_cache
 import msgspec
 
 from muster import bounds
-from muster.events import EVENT_TYPES, Event, decode_envelope, event_type
-from muster.subjects import Subjects
+from muster.events import (
+    EVENT_TYPES,
+    Event,
+    NodeRegistered,
+    NodeRemoved,
+    NodeUpdated,
+    decode_envelope,
+    event_type,
+)
+from muster.subjects import Subjects, node_token
 
 # A NUL character, written the only way JSON can carry it: `\u0000` after an even number of backslashes
 # (an odd number would make the backslash before `u` literal text).
@@ -42,6 +53,8 @@ def check_events(subjects: Subjects, subject: str, events: Sequence[Event]) -> N
     # message carrying a foreign type is walked to name it.
     if not _classes(allowed).issuperset(map(type, events)):
         _refuse_foreign(subject, allowed, events)
+    if (pool_and_node := subjects.pool_and_node(subject)) is not None:
+        _refuse_other_node(subject, *pool_and_node, events)
     try:
         bounds.check(events)
     except bounds.OutOfBounds as exc:
@@ -53,6 +66,33 @@ def _refuse_foreign(subject: str, allowed: frozenset[str], events: Sequence[Even
         name = event_type(event)
         if name not in allowed:
             raise Refused(f"$.events[{i}]: a {name} may not travel on {subject}")
+
+
+def _node_field(event: Event) -> tuple[str, str]:
+    """The path and value of the field naming the node ``event`` is about."""
+    if isinstance(event, NodeRegistered | NodeUpdated):
+        return "node.name", event.node.name
+    if isinstance(event, NodeRemoved):
+        return "name", event.name
+    return "node", event.node  # type: ignore[union-attr]
+
+
+def _pool_field(event: Event) -> tuple[str, str]:
+    if isinstance(event, NodeRegistered | NodeUpdated):
+        return "node.pool", event.node.pool
+    return "pool", event.pool  # type: ignore[union-attr]
+
+
+def _refuse_other_node(subject: str, pool: str, node: str, events: Sequence[Event]) -> None:
+    # Only the types `EVENT_TYPES` lets on a node's subject reach here, and each of them names a node.
+    for i, event in enumerate(events):
+        path, value = _node_field(event)
+        # A token names one node name; `_` is in no node's name, so `a_b` is not `a.b`'s.
+        if node_token(value) != node or "_" in value:
+            raise Refused(f"$.events[{i}].{path}: {value!r} is not the node of {subject}")
+        path, value = _pool_field(event)
+        if value != pool:
+            raise Refused(f"$.events[{i}].{path}: {value!r} is not the pool of {subject}")
 
 
 def admit(subjects: Subjects, subject: str, data: bytes) -> list[Event]:

@@ -10,6 +10,7 @@ import signal
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from muster import events as ev
 from muster import pod_constraints
@@ -19,6 +20,7 @@ from muster.quantity import byte_count, cpu_millis
 
 if TYPE_CHECKING:
     from muster.agent.machine import Gpus
+    from muster.runtime.security import NatsCredentials
     from muster.runtime.settings import Endpoints
 
 
@@ -29,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "present, else --gpus; CPU and memory from the OS), heartbeats, and runs every pod bound to it "
         "with CUDA_VISIBLE_DEVICES set to its devices. Logs go to $MUSTER_HOME/agent/NODE/logs/. "
         "Ctrl-C stops its pods (SIGTERM, then SIGKILL after their grace period) and leaves the pool. "
-        "Pods never see the agent's environment; an agent running as root runs them as --run-as.",
+        "Pods never see the agent's environment; an agent running as root runs them as --run-as. "
+        "With its node's own login ($MUSTER_HOME/secrets/agents/NODE.json, from `muster node add NODE`) "
+        "it may speak for its node only; without one it logs in as the shared agent user.",
     )
     # As the kubelet does, the host name in lower case: a node name is (muster.names).
     p.add_argument(
@@ -133,6 +137,28 @@ def nats_endpoints(url: str | None) -> Endpoints:
     return Endpoints(nats_url=nats_url, pg_dsn=settings.pg_dsn or "", prefix=prefix)
 
 
+def login_given(nats_url: str, env=os.environ) -> bool:
+    """Whether the agent is told whom to log in as (``MUSTER_NATS_USER``, or a user in the URL)."""
+    return bool(env.get("MUSTER_NATS_USER") or urlsplit(nats_url.split(",")[0]).username)
+
+
+def own_login(home: Path, node: str, nats_url: str, env=os.environ) -> NatsCredentials | None:
+    """The login of ``node``'s own agent user, if ``muster node add`` made one and no other login is
+    asked for (``MUSTER_NATS_USER``, or a user in the URL); None: the login any client would use."""
+    from muster import agent_logins
+    from muster.runtime.security import NatsCredentials
+
+    if login_given(nats_url, env):
+        return None
+    try:
+        login = agent_logins.find(home, node)
+    except agent_logins.AgentLoginError as exc:
+        fail(str(exc))
+    if login is None:
+        return None
+    return NatsCredentials(login.user, login.password, login.nats_ca or env.get("MUSTER_NATS_CA") or None)
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -173,9 +199,10 @@ def _run(args: argparse.Namespace) -> int:
         fail(str(exc))
     endpoints = nats_endpoints(args.nats)
     home = Settings.from_env().home
+    credentials = own_login(home, args.node, endpoints.nats_url)
     config = AgentConfig(
         node=spec, home=home, heartbeat=args.heartbeat, grace_period=args.grace_period, address=args.address,
-        run_as=run_as, pods_dir=args.pods_dir,
+        run_as=run_as, pods_dir=args.pods_dir, credentials=credentials,
     )  # fmt: skip
     folders = config.pod_folders()
     try:
@@ -188,6 +215,13 @@ def _run(args: argparse.Namespace) -> int:
         "node %s: %d gpus, %g cpu, %d bytes of memory; logs in %s",
         spec.name, gpus.count, spec.resources.cpu / 1000, spec.resources.memory, config.directory / "logs",
     )  # fmt: skip
+    if credentials is None and not login_given(endpoints.nats_url):
+        log.warning(
+            "node %s has no NATS login of its own (`muster node add %s`): this agent logs in as any "
+            "client would, as a user that may speak for every node", args.node, args.node,
+        )  # fmt: skip
+    elif credentials is not None:
+        log.info("logged in as %s, which may speak for node %s only", credentials.user, args.node)
     if run_as is None:
         log.info(
             "pods run as %s, this agent's own user (only an agent running as root can run them as "

@@ -28,7 +28,7 @@ async def where(bus: NatsBus, subjects: Subjects, job: str, pod: int) -> tuple[s
     from muster.events import PodBound, PodGroupCreated, PodGroupDeleted
 
     owner, node, deleted = None, None, False
-    async for delivery in bus.read([subjects.podgroups, subjects.pods("*")]):
+    async for delivery in bus.read([subjects.podgroups, *subjects.pod_subjects()]):
         for event in delivery.events:
             if isinstance(event, PodGroupCreated) and event.name == job:
                 if owner is None or deleted:

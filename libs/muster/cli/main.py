@@ -78,6 +78,11 @@ COMMANDS = (
         "muster.cli.tenant_cmd",
         "declare teams that submit and cancel only on their own queues and jobs",
     ),
+    Command(
+        "node",
+        "muster.cli.node_cmd",
+        "give each machine's agent a NATS login that speaks for its own node only",
+    ),
     Command("completion", "muster.cli.completion_cmd", "print a shell completion script (bash or zsh)"),
     Command("bench", "muster.cli.bench_cmd", "the benchmark suite"),
     Command("__complete", "muster.cli.complete_cmd", None),

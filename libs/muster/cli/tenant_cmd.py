@@ -8,13 +8,11 @@ system on external servers takes the users from its own config.
 from __future__ import annotations
 
 import argparse
-import json
 
 from muster import tenants
 from muster.cli.common import fail, print_json
 from muster.cli.parsing import QUEUES, completes
 from muster.runtime import nats_reload
-from muster.runtime.security import CLIENT_FILE, SECRETS_DIR
 from muster.runtime.settings import Settings
 
 
@@ -42,28 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     remove.set_defaults(run=_remove)
 
 
-def _running_login(home) -> tuple[str, str | None]:
-    """The NATS address and CA a running `muster up` wrote for its clients, if one runs."""
-    try:
-        data = json.loads((home / SECRETS_DIR / CLIENT_FILE).read_text())
-    except (FileNotFoundError, ValueError):
-        return "", None
-    return data.get("nats_url", ""), data.get("nats_ca")
-
-
 def _reloaded(home) -> str:
-    if nats_reload.reload_users(home):
-        return "the running NATS has reloaded its users"
-    # No embedded NATS with users runs from this home: it is stopped, or the servers are external.
-    return (
-        "takes effect at the next `muster up` "
-        "(servers of your own: add the user from muster.runtime.security.tenant_permissions)"
-    )
+    return nats_reload.reloaded(home, "tenant_permissions")
 
 
 def _add(args: argparse.Namespace) -> int:
     home = Settings.from_env().home
-    url, ca = _running_login(home)
+    url, ca = nats_reload.running_login(home)
     try:
         tenant = tenants.add(home, args.name, args.queues, nats_url=url, ca=ca)
     except tenants.TenantError as exc:

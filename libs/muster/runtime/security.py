@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from muster.snapshots import SNAPSHOT_OWNERS, snapshot_bucket
-from muster.subjects import Subjects
+from muster.subjects import Subjects, node_token
 
 if TYPE_CHECKING:
+    from muster.agent_logins import AgentLogin
     from muster.tenants import Tenant
 
 SECRETS_DIR = "secrets"
@@ -189,8 +190,8 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_store(stream, write=False, owner=owner)),
             *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_forgetting(stream, owner)),
         ),
-        # Every machine agent logs in as `agent`: each can write the others' snapshots (as it can
-        # publish their pod facts), but no service's.
+        # A machine agent without a login of its own (`agent_permissions`) logs in as `agent`: each
+        # can write the others' snapshots (as it can publish their pod facts), but no service's.
         "agent": (*consumer, s.nodes(">"), s.pods(">"), *_snapshot_store(stream, write=True, owner="agent")),
         "framework": ("$JS.API.INFO", f"$JS.API.STREAM.INFO.{stream}", s.workloads),
     }
@@ -203,6 +204,29 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
         user: Permissions(publish[user], subscribe[user], allow_responses=user in ("agent", "allocator"))
         for user in NATS_USERS
     }
+
+
+def agent_user(node: str) -> str:
+    """The NATS user of ``node``'s own agent login: one token, so its inbox prefix holds no other's."""
+    return f"agent-{node_token(node)}"
+
+
+def agent_permissions(prefix: str, node: str) -> Permissions:
+    """The allow lists of ``node``'s own agent login (``muster.agent_logins``): facts on its node's
+    subjects only, in any pool, and log requests for its node only; it reads the stream as any agent.
+    """
+    s = Subjects(prefix)
+    consumer = (*_jetstream_reader(s.stream), s.deadletter)
+    return Permissions(
+        publish=(
+            *consumer,
+            s.node_facts("*", node),
+            s.node_pods("*", node),
+            *_snapshot_store(s.stream, write=True, owner="agent"),
+        ),
+        subscribe=(f"{inbox_prefix(agent_user(node))}.>", s.agent_logs(node)),
+        allow_responses=True,
+    )
 
 
 def tenant_permissions(prefix: str, tenant: str, queues: Sequence[str]) -> Permissions:
@@ -272,6 +296,8 @@ class NatsAuth:
     tls: TlsFiles | None = None
     tenants: Sequence[Tenant] = ()
     """Tenants' users, besides the system's own (only where ``passwords`` turns users on)."""
+    agents: Sequence[AgentLogin] = ()
+    """Machine agents' own users, one per node (likewise)."""
 
 
 def render_nats_conf(
@@ -307,15 +333,14 @@ def render_nats_conf(
     if auth.passwords:
         lines.append("authorization {")
         lines.append("  users: [")
-        for user, perms in nats_permissions(auth.prefix).items():
+        logins = [
+            *((user, auth.passwords[user], perms) for user, perms in nats_permissions(auth.prefix).items()),
+            *((t.user, t.password, tenant_permissions(auth.prefix, t.name, t.queues)) for t in auth.tenants),
+            *((a.user, a.password, agent_permissions(auth.prefix, a.node)) for a in auth.agents),
+        ]
+        for user, password, perms in logins:
             lines.append(
-                f"    {{ user: {_q(user)}, password: {_q(auth.passwords[user])},\n"
-                f"      permissions: {render_permissions(perms, '      ')} }}"
-            )
-        for tenant in auth.tenants:
-            perms = tenant_permissions(auth.prefix, tenant.name, tenant.queues)
-            lines.append(
-                f"    {{ user: {_q(tenant.user)}, password: {_q(tenant.password)},\n"
+                f"    {{ user: {_q(user)}, password: {_q(password)},\n"
                 f"      permissions: {render_permissions(perms, '      ')} }}"
             )
         lines.append("  ]")

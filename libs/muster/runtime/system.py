@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from muster import tenants
+from muster import agent_logins, tenants
 from muster.runtime import security
 from muster.runtime.embedded import die_with_parent, embedded_servers
 from muster.runtime.home_lock import home_lock
@@ -220,6 +220,7 @@ class _Plan:
                 passwords=found.nats if nats_users else {},
                 tls=security.make_tls(settings.home / "tls") if tls else None,
                 tenants=tenants.load(settings.home) if nats_users else (),
+                agents=agent_logins.load(settings.home) if nats_users else (),
             )
         return cls(auth, found.postgres[security.PG_SUPERUSER] if pg_roles else None, found)
 
@@ -315,6 +316,8 @@ def _system(
                 security.write_client_files(settings.home, nats_url, ca, passwords, pg_reader=reader)
                 for tenant in plan.nats_auth.tenants if plan.nats_auth else ():
                     tenants.write_login(settings.home, tenant, nats_url, str(ca) if ca else None)
+                for agent in plan.nats_auth.agents if plan.nats_auth else ():
+                    agent_logins.add(settings.home, agent.node, nats_url=nats_url, ca=str(ca) if ca else None)
             if nats_logins:
                 security.remember_started(nats_url, {u: nats_logins[u] for u in security.CLIENT_USERS})
             write_endpoints(settings.home, endpoints)

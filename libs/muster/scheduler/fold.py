@@ -115,9 +115,9 @@ class AllocatorFold:
 def consumed_subjects(subjects: Subjects, pool: str) -> list[str]:
     """What an allocator of ``pool`` reads; replay folds exactly these."""
     return [
-        subjects.nodes(pool),
+        *subjects.node_subjects(pool),
         subjects.queues,
         subjects.podgroups,
         subjects.decisions(pool),
-        subjects.pods(pool),
+        *subjects.pod_subjects(pool),
     ]

@@ -85,7 +85,7 @@ def test_pod_facts_cannot_carry_a_leader_or_a_decision(forged):
 
 def test_a_subject_of_no_flow_carries_nothing():
     assert "may not travel on muster.elsewhere" in refusal("muster.elsewhere", raw_envelope(group()))
-    assert S.allowed_types("muster.pods.a.b") == frozenset()
+    assert S.allowed_types("muster.pods.a.b.c") == frozenset()
 
 
 def test_the_table_is_read_under_the_systems_own_prefix():
