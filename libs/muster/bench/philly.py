@@ -92,7 +92,7 @@ def measure(jobs: int, *, rows: list[dict[str, Any]] | None = None, stepped: boo
     doc = philly_scenario(jobs, rows=rows)
     skip_seconds, skip = _timed(doc, True)
     row: dict[str, Any] = {
-        "name": f"{jobs} Philly jobs on {NODES * 8} GPUs, {TIME_STEP:g}-s cycles",
+        "name": f"{jobs} jobs, {NODES * 8} GPUs, {TIME_STEP:g}s steps",
         "jobs": jobs,
         "simulated_days": round(skip.time / 86400, 1),
         "cycles": skip.cycles,
