@@ -98,3 +98,18 @@ def test_skipping_stops_at_max_cycles_as_stepping_does():
     (_, fixed), (_, skip) = _both(_one_job(duration=10_000, max_cycles=50, time_step=2.0))
     assert (skip.cycles, skip.time) == (fixed.cycles, fixed.time) == (50, 100.0)
     assert skip.jobs["j"].status == "running"
+
+
+def test_the_command_line_flag_skips_idle_time_and_says_how_many_cycles_ran(tmp_path, capsys):
+    from muster.cli.simulate_cmd import main
+
+    path = tmp_path / "one-job.json"
+    path.write_text(
+        '{"name": "one-job", "config": {"max_cycles": 1000}, "nodes": [{"name": "n", "resources": {"gpu": 1}}],'
+        ' "queues": [{"name": "q"}], "jobs": [{"name": "j", "queue": "q", "duration": 500,'
+        ' "pods": [{"resources": {"gpu": 1}}]}]}'
+    )
+    assert main([str(path)]) == 0
+    assert "scenario one-job: 502 cycles, time 502" in capsys.readouterr().out
+    assert main(["--skip-idle", str(path)]) == 0
+    assert "scenario one-job: 502 cycles (4 run), time 502" in capsys.readouterr().out
