@@ -16,6 +16,19 @@ already run (it was handed them with its nodes). Then each cycle:
 
 The run stops after a cycle that changed nothing while no job waits for
 time to pass, or after ``max_cycles``.
+
+Cycle ``n`` runs at clock ``(n - 1) * time_step``. With ``config.skip_idle``
+(``muster simulate --skip-idle``), after a cycle that changed nothing the
+clock jumps to the first step at or after ``next_change``, the next moment
+time alone can change anything (a completion, an arrival, the end of a
+stale-gang grace, a preemption delay or a min-runtime): the cycles in
+between would decide nothing, so the binds and evictions, their clocks and
+cycle numbers, and the result are those of stepping every ``time_step``;
+only ``cycles_run`` (how many cycles ran) tells them apart. Two cases
+step all the same: time-based fair share with a job waiting (any cycle may
+reorder the queues it competes in), and, with time-based fair share on, the
+step just before the landing (a pod evicted at a cycle closes its usage at
+the clock of the cycle before, as stepping records it).
 """
 
 from __future__ import annotations
@@ -64,18 +77,26 @@ class QueueResult(msgspec.Struct, frozen=True, kw_only=True):
     allocated: dict[str, float]
 
 
-class SimulationResult(msgspec.Struct, frozen=True, kw_only=True):
+class SimulationResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     scenario: str
     cycles: int
+    """The number of the last cycle: as many as stepping every ``time_step`` runs."""
     time: float
     jobs: dict[str, JobResult]
     evictions: list[Eviction]
     queues: dict[str, QueueResult]
+    cycles_run: int | None = None
+    """With ``skip_idle``: the cycles that ran (the others would have decided nothing); else absent."""
 
 
 def to_json(result: SimulationResult | list[SimulationResult]) -> bytes:
     """The ``--json`` document, indented."""
     return msgspec.json.format(msgspec.json.encode(result), indent=2)
+
+
+_LANDING_MARGIN = 1e-6
+"""Seconds before a change's moment at which a skip already stops: a step early costs one idle cycle, a
+step late would move a decision, so float rounding of the clock's sum must only ever err early."""
 
 
 # -- the log ------------------------------------------------------------------
@@ -114,7 +135,9 @@ class Simulation:
     """One simulation: the log and everyone reading it. ``run()`` drives it;
     afterwards ``log`` holds every event in order (a replayable history)."""
 
-    def __init__(self, scenario: m.Scenario, config: AllocatorConfig | None = None) -> None:
+    def __init__(
+        self, scenario: m.Scenario, config: AllocatorConfig | None = None, *, skip_idle: bool | None = None
+    ) -> None:
         from muster.scheduler.engine import Allocator
         from muster.scheduler.fold import AllocatorFold
 
@@ -127,6 +150,8 @@ class Simulation:
         self.evictions: list[Eviction] = []
         self.reasons: dict[str, str] = {}
         """The last cycle's reason for each pending job."""
+        self.skip_idle = scenario.config.skip_idle if skip_idle is None else skip_idle
+        self.cycles_run = 0
 
     @property
     def allocator(self) -> Allocator:
@@ -141,23 +166,47 @@ class Simulation:
             self.history.apply(event)
         return len(events)
 
-    def run(self) -> SimulationResult:
-        """Cycle until a cycle changes nothing while nothing waits for time,
-        or ``max_cycles`` pass; what happened."""
-        self.publish(scenario_events(self.scenario))
+    def run(self, *, arrivals: bool = False) -> SimulationResult:
+        """Cycle until a cycle changes nothing while nothing waits for time, or ``max_cycles`` pass; what
+        happened. ``arrivals``: each job's pod group goes onto the log once the clock reaches its
+        ``submitted_at``, as a live podgrouper publishes it (else all at the start, ordered by it)."""
+        events = scenario_events(self.scenario)
+        later: list[ev.PodGroupCreated] = []
+        if arrivals:
+            later = sorted(
+                (e for e in events if isinstance(e, ev.PodGroupCreated)),
+                key=lambda e: (e.submitted_at, e.name),
+            )
+            events = [e for e in events if not isinstance(e, ev.PodGroupCreated)]
+        self.publish(events)
         # The fleet reports the pods handed over running before the allocator's first cycle, as the live
         # allocator waits for it to.
         self.publish(self.fleet.step(0.0))
-        clock, cycles = 0.0, 0
-        step = self.scenario.config.time_step
-        for n in range(1, self.scenario.config.max_cycles + 1):
-            cycles = n
+        step, limit = self.scenario.config.time_step, self.scenario.config.max_cycles
+        clock, n, due = 0.0, 0, 0
+        while n < limit:
+            n += 1
+            arrived = due
+            while due < len(later) and later[due].submitted_at <= clock:
+                due += 1
+            self.publish(later[arrived:due])
+            # Cycle n, skipped ones counted: numbers (which seed random placement) stay those of stepping.
+            self.fold.published(n - 1)
             changed = self.cycle(clock)
-            settled = not changed and not self.waiting_for_time(clock)
+            self.cycles_run += 1
+            upcoming = later[due].submitted_at if due < len(later) else None
+            moment = None if changed else self.next_change(clock, upcoming)
             clock += step
-            if settled:
+            if not changed and moment is None:
                 break
-        return self.result(cycles, clock)
+            if self.skip_idle and not changed and not self.allocator.fair_share_moves_with_time():
+                # With time-based fair share, land a step early: see the module's docstring.
+                ahead = step if self.allocator.config.fairness is not None else 0.0
+                while n < limit and clock + ahead < moment - _LANDING_MARGIN:
+                    n += 1
+                    clock += step
+        result = self.result(n, clock)
+        return msgspec.structs.replace(result, cycles_run=self.cycles_run) if self.skip_idle else result
 
     def cycle(self, clock: float) -> bool:
         """The next cycle at ``clock`` (every cycle is recorded, so numbered 1, 2, ...); whether it changed
@@ -184,7 +233,15 @@ class Simulation:
                 )
 
     def waiting_for_time(self, clock: float) -> bool:
-        return self.fleet.waiting_for_time() or bool(self.allocator.waiting_for_time(clock))
+        """Whether a later clock alone could change anything (see ``next_change``)."""
+        return self.next_change(clock) is not None
+
+    def next_change(self, clock: float, arrival: float | None = None) -> float | None:
+        """The earliest clock at which time alone can change what happens: the fleet's next completion,
+        ``arrival`` (the next job's submission, when jobs arrive), the allocator's next deadline (at or
+        before ``clock``: the next cycle may already decide); None when nothing waits for time."""
+        moments = (self.fleet.next_due(), arrival, self.allocator.next_deadline(clock))
+        return min((t for t in moments if t is not None), default=None)
 
     def result(self, cycles: int, clock: float) -> SimulationResult:
         snapshot = self.allocator.snapshot()
@@ -230,6 +287,7 @@ def _amounts(values: dict[str, float]) -> dict[str, float]:
     return {str(k): float(v) for k, v in values.items()}
 
 
-def simulate(scenario: m.Scenario) -> SimulationResult:
-    """Run ``scenario`` until it settles or ``max_cycles`` pass; what happened."""
-    return Simulation(scenario).run()
+def simulate(scenario: m.Scenario, *, skip_idle: bool | None = None) -> SimulationResult:
+    """Run ``scenario`` until it settles or ``max_cycles`` pass; what happened. ``skip_idle`` overrides
+    the scenario's ``config.skip_idle``."""
+    return Simulation(scenario, skip_idle=skip_idle).run()

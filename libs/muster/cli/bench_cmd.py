@@ -209,6 +209,27 @@ def _cli_cmd(args: argparse.Namespace) -> int:
     return OK
 
 
+def _philly_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Issue #26: the Philly trace simulated stepping every cycle and skipping idle time."""
+    from muster.bench import philly
+
+    return [{"benchmark": "philly", **row} for row in philly.run(bool(args.quick), progress)]
+
+
+def _philly_cmd(args: argparse.Namespace) -> int:
+    rows = _philly_suite(args, lambda _msg: None)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench-philly{'-quick' if args.quick else ''}.json"
+    path.write_text(json.dumps(rows, indent=2) + "\n")
+    if args.json:
+        print_json(rows)
+    else:
+        _print_rows("philly", rows)
+        print(f"results: {path}")
+    return OK
+
+
 # name -> runner for the whole suite; each returns rows of results
 RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[dict]]] = {
     "openb": _openb_suite,
@@ -219,6 +240,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[di
     "history": _history_suite,
     "restart": _restart_suite,
     "cli": _cli_suite,
+    "philly": _philly_suite,
 }
 
 
@@ -398,6 +420,12 @@ def register(sub: Any) -> None:
     alloc.add_argument("--json", action="store_true", help="print one JSON document")
     alloc.add_argument("--quick", action="store_true", help="smoke run")
     alloc.set_defaults(run=_allocator_cmd)
+
+    philly = benches.add_parser("philly", help="the Philly trace simulated stepping and skipping idle time")
+    philly.add_argument("--json", action="store_true", help="print one JSON document")
+    philly.add_argument("--quick", action="store_true", help="smoke run: the first 200 jobs")
+    philly.add_argument("--out", default="bench/results", help="folder for the JSON (default bench/results)")
+    philly.set_defaults(run=_philly_cmd)
 
     e2e = benches.add_parser(
         "e2e",

@@ -1,4 +1,7 @@
-"""``muster simulate FILE... [--json] [--check]``.
+"""``muster simulate FILE... [--json] [--check] [--skip-idle]``.
+
+``--skip-idle`` runs every file as if its ``config.skip_idle`` were true: the
+same decisions at the same clocks, the idle cycles between them not run.
 
 Exit codes: 0 every run went through (and, with ``--check``, every
 expectation held); 1 an expectation failed; 2 a file is not a valid
@@ -31,6 +34,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="scenario files (YAML or JSON)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON document")
     parser.add_argument("--check", action="store_true", help="assert each file's expect block")
+    parser.add_argument(
+        "--skip-idle",
+        action="store_true",
+        help="jump over cycles that would decide nothing (as config.skip_idle: true); same decisions",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -53,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     failed = False
     report = sys.stderr if args.json else sys.stdout
     for path, scenario in scenarios:
-        result = simulate(scenario)
+        result = simulate(scenario, skip_idle=True if args.skip_idle else None)
         results.append(result)
         if not args.json:
             print(format_table(result), file=sys.stdout)
@@ -77,7 +85,8 @@ def _verdict(path: str, name: str, failures: list[Failure]) -> str:
 
 def format_table(result: Any) -> str:
     """A readable account of one run: jobs, evictions, queues."""
-    lines = [f"scenario {result.scenario}: {result.cycles} cycles, time {result.time:g}", ""]
+    ran = "" if result.cycles_run is None else f" ({result.cycles_run} run)"
+    lines = [f"scenario {result.scenario}: {result.cycles} cycles{ran}, time {result.time:g}", ""]
     rows = [("JOB", "STATUS", "PODS", "REASON")]
     for name, job in result.jobs.items():
         pods = " ".join(f"{p.node}{p.gpus}" if p.gpus else p.node for p in job.pods) or "-"

@@ -299,9 +299,14 @@ class SimFleet:
 
     def waiting_for_time(self) -> bool:
         """Whether some running pod will complete once enough time passes."""
+        return self.next_due() is not None
+
+    def next_due(self) -> float | None:
+        """The earliest clock whose ``step`` confirms a completion (None: no running pod has a duration)."""
         while self._due and self._bound.get(self._due[0][1], _GONE).started != self._due[0][2]:
             heapq.heappop(self._due)
-        return bool(self._due)
+        # ``step`` confirms what is due within EPS of its clock
+        return self._due[0][0] - EPS if self._due else None
 
     def bound(self) -> list[BoundPod]:
         """Every running pod, ordered by job and index."""

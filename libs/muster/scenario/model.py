@@ -49,6 +49,9 @@ class Config(_Strict):
     time_step: float = 1.0
     stale_gang_grace: float = 60.0
     fairness: FairnessConfig | None = None
+    skip_idle: bool = False
+    """Simulation only: jump over the cycles that would decide nothing (``muster.simulate``); the same
+    decisions at the same clocks as stepping every ``time_step``."""
 
 
 class Node(_Strict):

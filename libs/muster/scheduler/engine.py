@@ -9,6 +9,7 @@ same config therefore gives the same decisions.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 
 from muster import events as ev
 from muster.kernels import placement as pl
@@ -18,7 +19,7 @@ from .actions import actions_for
 from .actions.stale import stale_grace
 from .actions.victims import min_runtime
 from .config import AllocatorConfig
-from .preemption_delay import RE_ARMING_ACTIONS, in_preemption_delay
+from .preemption_delay import RE_ARMING_ACTIONS, delay_end
 from .queue_accounting import RESOURCES, QueueTable
 from .session import Session
 from .state import ALLOCATED, ClusterState, is_stale
@@ -199,17 +200,36 @@ class Allocator:
         """Whether a later clock alone could change a decision: a stale gang's grace is running, a pending
         job's preemption delay is, or a pending job exists while some running job is still inside a
         min-runtime."""
+        return any(True for _ in self._deadlines(clock))
+
+    def next_deadline(self, clock: float) -> float | None:
+        """The earliest clock at which one of the rules ``waiting_for_time`` watches may decide otherwise
+        (None: none waits; at or before ``clock``: the next cycle may already). Time-based fair share is
+        not among them: see ``fair_share_moves_with_time``."""
+        return min(self._deadlines(clock), default=None)
+
+    def fair_share_moves_with_time(self) -> bool:
+        """Whether time alone may change a decision through past usage: time-based fair share is on and a
+        job waits, so any cycle may reorder the queues it competes in."""
+        return self.config.fairness is not None and bool(self.state.ledger.pending_jobs)
+
+    def _deadlines(self, clock: float) -> Iterator[float]:
+        """When each timed rule that still holds something back ends, computed as the rules compute it
+        (lazily: ``waiting_for_time`` stops at the first)."""
         state = self.state
         ledger = state.ledger
         names = {a.name for a in self._actions}
-        if "stale_gang_eviction" in names and any(
-            is_stale(job) and stale_grace(job, self.config) >= 0
-            for job in map(ledger.jobs.__getitem__, sorted(ledger.stale_candidates))
-        ):
-            return True
-        delays_on = ledger.preemption_delay_used and names & RE_ARMING_ACTIONS
-        if delays_on and any(in_preemption_delay(ledger.jobs[n], clock) for n in ledger.sorted_pending()):
-            return True
+        if "stale_gang_eviction" in names:
+            for job in map(ledger.jobs.__getitem__, sorted(ledger.stale_candidates)):
+                grace = stale_grace(job, self.config)
+                if is_stale(job) and grace >= 0:
+                    # the action times a gang from the cycle that first saw it stale, this one if none yet
+                    yield ledger.stale_since.get(job.name, clock) + grace
+        if ledger.preemption_delay_used and names & RE_ARMING_ACTIONS:
+            for name in ledger.sorted_pending():
+                end = delay_end(ledger.jobs[name], clock)
+                if end is not None and clock < end:
+                    yield end
         if state.min_runtime_used and ledger.pending_jobs and names & {"reclaim", "preempt"}:
             table = self._queue_table()
             for name in sorted(ledger.running_jobs):
@@ -217,9 +237,9 @@ class Allocator:
                 if not job.n_running or not job.preemptible or job.last_start is None:
                     continue
                 for kind in ("reclaim", "preempt"):
-                    if clock < job.last_start + min_runtime(state, table, job, kind):
-                        return True
-        return False
+                    end = job.last_start + min_runtime(state, table, job, kind)
+                    if clock < end:
+                        yield end
 
 
 def _user_units(row) -> dict[str, float]:
