@@ -49,7 +49,9 @@ def first_up(tmp_path):
         )
         yield home, proc
     finally:
-        proc.send_signal(signal.SIGINT)
+        # SIGTERM, a supervisor's stop: a suite started in the background (`make test &`) runs with
+        # SIGINT ignored, and so does every process it starts.
+        proc.send_signal(signal.SIGTERM)
         proc.wait(60)
         out.close()
 
