@@ -231,38 +231,50 @@ async def _unsettled_jobs(endpoints: Endpoints, limit: int = 5) -> list[str]:
 CALM_SECONDS = 10  # > the lease ttl the run gives (2 s) + most standbys' start-up
 
 
-async def _settle(endpoints: Endpoints, bus: NatsBus, expected: int, timeout: float, say) -> str | None:
-    """Wait until every job is projected, none runs, each pending one has a reason, and the projector is caught up.
+async def _poll(endpoints: Endpoints, bus: NatsBus, timeout: float, every: float, say, judge) -> str | None:
+    """Ask ``judge(state, last_seq)`` every ``every`` seconds, with the projection's state and the stream's
+    end, until it answers True (then None) or ``timeout`` passes (then the last state seen).
 
-    None once settled; otherwise the last state seen, to say what never settled.
+    ``judge`` is only asked while Postgres answers; it may keep what it needs between calls.
     """
     deadline = time.monotonic() + timeout
-    calm = 0
-    last_report = 0.0
-    previous = -1
     seen = "Postgres never answered"
     while time.monotonic() < deadline:
         state = await _projection_state(endpoints)
         last = await _retry(bus.last_seq, say)
         if state is not None:
             seen = f"{state} stream at {last}"
-            settled = (
-                state["total"] >= expected
-                and state["running"] == 0
-                and state["unreasoned"] == 0
-                and (state["checkpoint"] or 0) >= last
-                and last == previous
-            )
-            calm = calm + 1 if settled else 0
-            # Quiet for longer than a lease takes to lapse: a restarted allocator has had its chance.
-            if calm >= CALM_SECONDS:
+            if judge(state, last):
                 return None
-            if time.monotonic() - last_report > 5:
-                last_report = time.monotonic()
-                say(f"settling: {seen}")
-        previous = last
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(every)
     return seen
+
+
+async def _settle(endpoints: Endpoints, bus: NatsBus, expected: int, timeout: float, say) -> str | None:
+    """Wait until every job is projected, none runs, each pending one has a reason, and the projector is caught up.
+
+    None once settled; otherwise the last state seen, to say what never settled.
+    """
+    calm, previous, last_report = 0, -1, 0.0
+
+    def settled(state: dict, last: int) -> bool:
+        nonlocal calm, previous, last_report
+        quiet = (
+            state["total"] >= expected
+            and state["running"] == 0
+            and state["unreasoned"] == 0
+            and (state["checkpoint"] or 0) >= last
+            and last == previous
+        )
+        previous = last
+        calm = calm + 1 if quiet else 0
+        if time.monotonic() - last_report > 5:
+            last_report = time.monotonic()
+            say(f"settling: {state} stream at {last}")
+        # Quiet for longer than a lease takes to lapse: a restarted allocator has had its chance.
+        return calm >= CALM_SECONDS
+
+    return await _poll(endpoints, bus, timeout, 1.0, say, settled)
 
 
 WRITERS = tuple(s for s in SERVICES if s != "projector")
@@ -275,17 +287,9 @@ async def _quiesce(system: System, endpoints: Endpoints, bus: NatsBus, timeout: 
     """
     for name in WRITERS:
         await asyncio.to_thread(system.stop_service, name)
-    deadline = time.monotonic() + timeout
-    seen = "Postgres never answered"
-    while time.monotonic() < deadline:
-        state = await _projection_state(endpoints)
-        last = await _retry(bus.last_seq, say)
-        if state is not None:
-            seen = f"checkpoint {state['checkpoint']}, stream at {last}"
-            if (state["checkpoint"] or 0) >= last:
-                return None
-        await asyncio.sleep(0.2)
-    return seen
+    return await _poll(
+        endpoints, bus, timeout, 0.2, say, lambda state, last: (state["checkpoint"] or 0) >= last
+    )
 
 
 async def _fresh_projection_differences(endpoints: Endpoints, log: list[LoggedMessage]) -> list[str]:
