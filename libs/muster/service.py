@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -20,6 +19,7 @@ from pathlib import Path
 from muster import telemetry
 from muster.bus import NatsBus
 from muster.health import HealthServer, Metrics, record_port
+from muster.heap import keep_survivors_frozen, tune_garbage_collector
 from muster.runtime.settings import Endpoints, Settings
 
 Run = Callable[["ServiceContext"], Awaitable[None]]
@@ -77,19 +77,6 @@ async def run_service(
         await bus.close()
 
 
-# Services hold large, long-lived states (every job, pod and node) and allocate many short-lived
-# objects per event. CPython's default collector (a young-generation pass every 700 allocations)
-# then spends a large share of each service's CPU walking objects that live as long as the process.
-GC_THRESHOLDS = (50_000, 20, 100)
-
-
-def tune_garbage_collector() -> None:
-    """Collect less often, and never walk what start-up created (modules, tables, compiled kernels)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
 def service_main(name: str, run: Run) -> None:
     """Entry point of ``python -m services.<name>``."""
     tune_garbage_collector()
@@ -104,7 +91,13 @@ def service_main(name: str, run: Run) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        await run_service(name, run, endpoints, settings, stop)
+        # Only a service's own process freezes its heap: run in a test's process, it would freeze
+        # the test run's garbage too.
+        freezing = asyncio.ensure_future(keep_survivors_frozen())
+        try:
+            await run_service(name, run, endpoints, settings, stop)
+        finally:
+            freezing.cancel()
 
     profile_dir = settings.extra.get("MUSTER_PROFILE")
     if not profile_dir:
