@@ -11,7 +11,7 @@ from .. import batch
 from ..capacity import capacity_reason
 from ..gang import pipeline_all
 from ..session import Session
-from ..state import Job
+from ..state import ACTIVE, Job
 from ..statement import Statement
 from .common import pending_by_leaf
 
@@ -94,12 +94,19 @@ def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | N
 
 
 def topology_domains(s: Session, job: Job, pods: list[int], level: str) -> list[tuple[str, np.ndarray]]:
-    """Domains (values of the ``level`` label) that may hold all pods, least free first, then by value (§5.5)."""
+    """Domains (values of the ``level`` label) that may hold all pods, least free first, then by value (§5.5).
+
+    At the required level, a job whose pods already run is kept to the domains they run in."""
     n = s.nodes.ints.shape[0]
+    pinned = (
+        running_domains(s, job, level)
+        if job.topology is not None and job.topology.required == level
+        else None
+    )
     by_value: dict[str, np.ndarray] = {}
     for node in s.state.node_table.nodes.values():
         value = node.spec.labels.get(level)
-        if value is None:
+        if value is None or (pinned and value not in pinned):
             continue
         mask = by_value.get(value)
         if mask is None:
@@ -120,3 +127,21 @@ def topology_domains(s: Session, job: Job, pods: list[int], level: str) -> list[
         out.append(((fg, fc), value, mask))
     out.sort(key=lambda t: (t[0], t[1]))
     return [(value, mask) for _, value, mask in out]
+
+
+def running_domains(s: Session, job: Job, level: str) -> set[str]:
+    """Values of the ``level`` label of the nodes the job's active pods hold, this session's placements
+    and evictions counted (§5.5: running pods pin the required domain, so a job that grows or refills
+    its gang stays where it runs)."""
+    evicted = s.evicted.get(job.name, ())
+    slots = [slot for i, slot in enumerate(job.node) if job.state[i] in ACTIVE and i not in evicted]
+    slots += [slot for slot, *_ in s.placed.get(job.name, {}).values()]
+    table = s.state.node_table
+    out: set[str] = set()
+    for slot in slots:
+        name = table.name_of(slot) if slot >= 0 else None
+        node = table.nodes.get(name) if name is not None else None
+        value = node.spec.labels.get(level) if node is not None else None
+        if value is not None:
+            out.add(value)
+    return out
