@@ -19,6 +19,25 @@ from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_count, get_int, get_list, get_str, join, require_map
 from muster.grouping.limits import check_count
 from muster.grouping.model import Context, Draft, Meta, PodTemplate, pod_template
+from muster.pod_constraints import NOT_HONOURED
+
+_TOPOLOGY = (
+    "a Grove topologyConstraint names a level of Grove's ClusterTopology, which muster has no way to "
+    "resolve to a node label, and a clique's or scaling group's own constraint is a sub-group topology "
+    "muster does not place yet; use the kai.scheduler/topology annotations on the PodCliqueSet"
+)
+_SHARING = "shared dynamic resource claims (DRA) are not counted or placed"
+
+
+def _refuse_unhonoured(obj: dict[str, Any], path: str) -> None:
+    """Refuse by name what would change where Grove's pods run and muster cannot honour (never drop it):
+    topology constraints at any level (the PodGang's pack constraints and Grove's parent sub-groups)
+    and DRA resource sharing."""
+    if obj.get("topologyConstraint"):
+        raise ManifestError(join(path, "topologyConstraint"), f"{NOT_HONOURED}: {_TOPOLOGY}")
+    for key in ("resourceClaimTemplates", "resourceSharing"):
+        if obj.get(key):
+            raise ManifestError(join(path, key), f"{NOT_HONOURED}: {_SHARING}")
 
 
 def _cliques(template: dict[str, Any], tpath: str) -> dict[str, tuple[int, PodTemplate]]:
@@ -29,8 +48,10 @@ def _cliques(template: dict[str, Any], tpath: str) -> dict[str, tuple[int, PodTe
         name = get_str(clique, "name", cpath)
         if not name:
             raise ManifestError(join(cpath, "name"), "required field is missing")
+        _refuse_unhonoured(clique, cpath)
         spath = join(cpath, "spec")
         spec = require_map(clique, "spec", cpath)
+        _refuse_unhonoured(spec, spath)
         replicas = get_count(spec, "replicas", spath, 1)
         minimum = get_int(spec, "minAvailable", spath, replicas)
         if minimum is None or minimum <= 0:
@@ -54,6 +75,7 @@ def _scaling_groups(template: dict[str, Any], tpath: str, cliques) -> list[tuple
     for i, raw in enumerate(get_list(template, "podCliqueScalingGroups", tpath)):
         gpath = join(join(tpath, "podCliqueScalingGroups"), i)
         group = as_map(raw, gpath)
+        _refuse_unhonoured(group, gpath)
         name = get_str(group, "name", gpath) or f"sg-{i}"
         members = [str(c) for c in get_list(group, "cliqueNames", gpath)]
         for j, member in enumerate(members):
@@ -70,6 +92,7 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
     spec = require_map(obj, "spec", path)
     tpath = join(spath, "template")
     template = require_map(spec, "template", spath)
+    _refuse_unhonoured(template, tpath)
     cliques = _cliques(template, tpath)
     scaling = _scaling_groups(template, tpath, cliques)
     in_groups = {member for _, members, _, _ in scaling for member in members}
