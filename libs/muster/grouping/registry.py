@@ -26,7 +26,7 @@ from muster.grouping.groupers import (
     spark,
     trainjob,
 )
-from muster.grouping.groupers.default import group_unknown
+from muster.grouping.groupers.default import group_spotrequest, group_unknown
 from muster.grouping.model import GrouperFn
 
 ANY_VERSION = "*"
@@ -112,6 +112,7 @@ BUILTIN = (
     ("grove.io", "PodCliqueSet", grove.group_podcliqueset),
     ("grove.io", "PodGangSet", grove.group_podcliqueset),
     (dynamo.API_GROUP, dynamo.KIND, dynamo.group_dynamo_graph),
+    ("egx.nvidia.io", "SPOTRequest", group_spotrequest),
     (muster_job.API_GROUP, "Job", muster_job.group_muster_job),
     (command_job.API_GROUP, command_job.KIND, command_job.group_command),
 )

@@ -489,3 +489,28 @@ spec:
 """)
     )
     assert (group.min_available, group.pods[0].count, group.pods[0].resources.gpu) == (2, 2, 4.0)
+
+
+def test_spotrequest_is_grouped_by_the_default_rule_as_inference():
+    group = only(
+        group_yaml("""
+apiVersion: egx.nvidia.io/v1
+kind: SPOTRequest
+metadata: {name: spot}
+spec: {template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}}}
+""")
+    )
+    assert (group.kind, group.priority_class, group.min_available) == ("SPOTRequest", "inference", 1)
+    assert not group.preemptible
+
+
+def test_spotrequest_naming_its_priority_class_keeps_it():
+    group = only(
+        group_yaml("""
+apiVersion: egx.nvidia.io/v1
+kind: SPOTRequest
+metadata: {name: spot, labels: {priorityClassName: train}}
+spec: {template: {spec: {containers: [{name: c}]}}}
+""")
+    )
+    assert group.priority_class == "train"

@@ -53,15 +53,34 @@ def find_pod_templates(value: Any, path: str, *, role: str = "pod", multiplier: 
     return found
 
 
-def shared_group(meta: Meta, kind: str, pods: list[PodTemplate]) -> list[Draft]:
+def shared_group(
+    meta: Meta, kind: str, pods: list[PodTemplate], *, priority_fallback: str = "train"
+) -> list[Draft]:
     """KAI's default grouper: one group named after the owner, min 1."""
     pods = [t for t in pods if t.pod.count > 0]
     if not pods:
         return []
-    return [Draft(name=meta.name, kind=kind, top=meta, owners=(meta,), pods=tuple(pods), min_available=1)]
+    return [
+        Draft(
+            name=meta.name,
+            kind=kind,
+            top=meta,
+            owners=(meta,),
+            pods=tuple(pods),
+            min_available=1,
+            priority_fallback=priority_fallback,
+        )
+    ]
 
 
 def group_unknown(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
     """A kind no plugin knows: KAI's default rule over the pod templates under ``spec``."""
     pods = find_pod_templates(obj.get("spec"), join(path, "spec"))
     return shared_group(meta, f"{meta.kind} (default rule)", pods)
+
+
+def group_spotrequest(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
+    """NVIDIA's ``SPOTRequest``: KAI's default rule, with ``inference`` as the priority class when the
+    workload names none (podgrouper-rules §4.15)."""
+    pods = find_pod_templates(obj.get("spec"), join(path, "spec"))
+    return shared_group(meta, meta.kind, pods, priority_fallback="inference")
