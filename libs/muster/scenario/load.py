@@ -20,8 +20,8 @@ from muster.bounds import MAX_NESTING
 from muster.scenario import convert as cv
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
-from muster.scheduler.usage_window import window_error
 from muster.tolerances import EPS
+from muster.usage_window import window_error
 
 MAX_VALUES = 50_000_000
 """Values in one file once YAML aliases are expanded: a 10,000-node cluster with 100,000 jobs is a few

@@ -10,7 +10,7 @@ import hashlib
 
 import msgspec
 
-from .usage_window import UsageWindow, window_error
+from muster.usage_window import UsageWindow, window_error
 
 PLACEMENTS = ("binpack", "spread")
 """KAI's strategies, for cpu-only pods and gpu pods alike."""

@@ -232,19 +232,20 @@ class Allocator:
                     yield end
         if state.min_runtime_used and ledger.pending_jobs and names & {"reclaim", "preempt"}:
             table = self._queue_table()
-            # resolved at the lowest common ancestor, reclaim's protection depends on who reclaims
+            # resolved at the lowest common ancestor, reclaim's protection depends on who reclaims: each
+            # queue with a pending job meets its own (by queue, the victim's leaf decides for all)
             lca = self.config.reclaim_min_runtime_resolution == "lca"
-            reclaimers = (
-                sorted({table.index[q] for q in self._pending_queues() if q in table.index}) if lca else []
-            )
+            reclaimers: list[int | None] = [None]
+            if lca:
+                reclaimers = sorted({table.index[q] for q in self._pending_queues() if q in table.index})
             for name in sorted(ledger.running_jobs):
                 job = ledger.jobs[name]
                 if not job.n_running or not job.preemptible or job.last_start is None:
                     continue
-                ends = [
-                    job.last_start + min_runtime(state, table, job, kind) for kind in ("reclaim", "preempt")
+                ends = [job.last_start + min_runtime(state, table, job, "preempt")]
+                ends += [
+                    job.last_start + min_runtime(state, table, job, "reclaim", r, lca) for r in reclaimers
                 ]
-                ends += [job.last_start + min_runtime(state, table, job, "reclaim", r) for r in reclaimers]
                 for end in ends:
                     if clock < end:
                         yield end

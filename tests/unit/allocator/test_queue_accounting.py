@@ -9,7 +9,7 @@ from muster.scheduler.config import FairnessConfig
 from muster.scheduler.queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
 from muster.scheduler.state import ClusterState
 from muster.scheduler.state.queue_sums import A_GPU, NP_GPU, R_GPU, R_GPU_MEM, SUM_COLS
-from muster.scheduler.usage_window import UsageWindow
+from muster.usage_window import UsageWindow
 
 from .builders import GI, gang_job, gpu_nodes, queue
 

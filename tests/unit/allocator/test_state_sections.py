@@ -9,7 +9,7 @@ from muster.kernels import placement as pl
 from muster.scheduler.state import SECTIONS, ClusterState, pod_req
 from muster.scheduler.state.adoptions import Adoptions
 from muster.scheduler.state.nodes import NodeTable
-from muster.scheduler.usage_window import UsageWindow
+from muster.usage_window import UsageWindow
 
 from .builders import GI, gang_job, gpu_nodes, node, queue
 

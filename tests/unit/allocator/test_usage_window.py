@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from muster.scheduler.config import AllocatorConfig, FairnessConfig
-from muster.scheduler.usage_window import UsageWindow, tumbling_reset, window_error
+from muster.usage_window import UsageWindow, tumbling_reset, window_error
 
 
 def test_a_sliding_window_opens_its_size_before_the_clock():

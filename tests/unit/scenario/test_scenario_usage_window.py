@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from muster.scenario import ScenarioError, allocator_config, parse_scenario
-from muster.scheduler.usage_window import UsageWindow
+from muster.usage_window import UsageWindow
 
 
 def with_config(**config):

@@ -23,9 +23,9 @@ import msgspec
 from muster import events as ev
 from muster.kernels import placement as pl
 from muster.kernels.share import device_share
+from muster.usage_window import UsageWindow
 
 from ..preemption_delay import RE_ARMING_ACTIONS
-from ..usage_window import UsageWindow
 from .admission import fact_refusal
 from .adoptions import Adoptions, AdoptionsImage
 from .ledger import LedgerImage, PodLedger

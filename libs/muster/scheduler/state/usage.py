@@ -12,7 +12,8 @@ from typing import ClassVar
 
 import msgspec
 
-from ..usage_window import UsageWindow
+from muster.usage_window import UsageWindow
+
 from .pods import BOUND, Job
 
 Interval = tuple[float, float, float, float, float]
