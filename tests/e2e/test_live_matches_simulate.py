@@ -169,8 +169,17 @@ def simulated_only(path: Path) -> str | None:
     return None
 
 
+def clock_anchored(path: Path) -> str | None:
+    """Why a file's outcome depends on where its clock starts, if it does: a tumbling or cron usage window
+    resets at fixed moments of the clock, which live is wall time, not the file's t=0."""
+    fairness = load_scenario(path).config.fairness
+    if fairness is not None and fairness.window_type != "sliding":
+        return f"its {fairness.window_type} usage window resets at fixed moments of the clock; live time is wall time"
+    return None
+
+
 def skip_reason(path: Path) -> str | None:
-    return NEEDS_SIMULATED_TIME.get(path.stem) or simulated_only(path)
+    return NEEDS_SIMULATED_TIME.get(path.stem) or simulated_only(path) or clock_anchored(path)
 
 
 def cases() -> list:

@@ -380,8 +380,14 @@ def allocator_config(scenario: m.Scenario) -> AllocatorConfig:
     actions = tuple(a for a in cfg.actions if not (a == "consolidate" and cfg.placement.gpu == "spread"))
     fairness = None
     if cfg.fairness is not None:
+        f = cfg.fairness
         fairness = FairnessConfig(
-            usage_window=cfg.fairness.usage_window, half_life=cfg.fairness.half_life, k=cfg.fairness.k
+            usage_window=f.usage_window,
+            half_life=f.half_life,
+            k=f.k,
+            window_type=f.window_type,
+            tumbling_window_start=f.tumbling_window_start,
+            cron_string=f.cron_string,
         )
     return AllocatorConfig(
         placement_gpu=cfg.placement.gpu,
@@ -390,4 +396,5 @@ def allocator_config(scenario: m.Scenario) -> AllocatorConfig:
         reclaimer_utilization_multiplier=cfg.reclaimer_utilization_multiplier,
         stale_gang_grace=cfg.stale_gang_grace,
         fairness=fairness,
+        reclaim_min_runtime_resolution=cfg.reclaim_min_runtime_resolution,
     )

@@ -21,6 +21,7 @@ from muster.scenario import convert as cv
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
 from muster.tolerances import EPS
+from muster.usage_window import window_error
 
 MAX_VALUES = 50_000_000
 """Values in one file once YAML aliases are expanded: a 10,000-node cluster with 100,000 jobs is a few
@@ -127,8 +128,12 @@ def _check_config(cfg: m.Config) -> None:
             raise ScenarioError(f"config.actions[{i}]", f"action {action!r} is listed twice")
         seen.add(action)
     if cfg.fairness is not None:
-        if cfg.fairness.usage_window <= 0:
+        f = cfg.fairness
+        if f.usage_window <= 0:
             raise ScenarioError("config.fairness.usage_window", "must be positive")
+        wrong = window_error(f.window_type, f.usage_window, f.tumbling_window_start, f.cron_string)
+        if wrong is not None:
+            raise ScenarioError(f"config.fairness.{wrong[0]}", wrong[1])
         if cfg.fairness.half_life < 0:
             raise ScenarioError("config.fairness.half_life", "must not be negative")
         if cfg.fairness.k < 0:

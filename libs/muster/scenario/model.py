@@ -39,6 +39,10 @@ class FairnessConfig(_Strict):
     usage_window: float = 604800.0
     half_life: float = 86400.0
     k: float = 1.0
+    window_type: Literal["sliding", "tumbling", "cron"] = "sliding"
+    """sliding | tumbling | cron (KAI's windowType; docs/scenario-format-extensions.md)."""
+    tumbling_window_start: float | None = None
+    cron_string: str | None = None
 
 
 class Config(_Strict):
@@ -49,6 +53,8 @@ class Config(_Strict):
     time_step: float = 1.0
     stale_gang_grace: float = 60.0
     fairness: FairnessConfig | None = None
+    reclaim_min_runtime_resolution: Literal["lca", "queue"] = "lca"
+    """KAI's reclaimResolveMethod: which queue values protect a job from a reclaim (kai-semantics §9)."""
     skip_idle: bool = False
     """Simulation only: jump over the cycles that would decide nothing (``muster.simulate``); the same
     decisions at the same clocks as stepping every ``time_step``."""

@@ -10,28 +10,51 @@ import hashlib
 
 import msgspec
 
+from muster.usage_window import UsageWindow, window_error
+
 PLACEMENTS = ("binpack", "spread")
 """KAI's strategies, for cpu-only pods and gpu pods alike."""
 GPU_POLICIES = ("fgd-pack", "fgd", "bestfit", "packing", "random")
 """Placement policies of ``muster.kernels.policies`` a gpu pod may also be placed by (see policy_placement)."""
 GPU_PLACEMENTS = PLACEMENTS + GPU_POLICIES
 KNOWN_ACTIONS = ("allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction")
+MIN_RUNTIME_RESOLUTIONS = ("lca", "queue")
+"""KAI's ``reclaimResolveMethod`` of the minruntime plugin (kai-semantics §9)."""
 
 
 class FairnessConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Time-based fair share (carried now, used by a later action set)."""
+    """Time-based fair share: which past counts (KAI's ``usageParams``: ``windowSize``, ``windowType``,
+    ``tumblingWindowStartTime``, ``cronString``), how it decays, how strongly it weighs."""
 
     usage_window: float = 604800.0
     half_life: float = 86400.0
     k: float = 1.0
+    window_type: str = "sliding"
+    tumbling_window_start: float | None = None
+    """Seconds on the cycle clock (Unix seconds live, scenario seconds in a simulation)."""
+    cron_string: str | None = None
+    """A five-field cron expression, read in UTC (``muster.cron``)."""
 
     def __post_init__(self) -> None:
-        if self.usage_window <= 0:
-            raise ValueError(f"fairness.usage_window: must be > 0, got {self.usage_window}")
+        wrong = window_error(
+            self.window_type, self.usage_window, self.tumbling_window_start, self.cron_string
+        )
+        if wrong is not None:
+            raise ValueError(f"fairness.{wrong[0]}: {wrong[1]}")
         if self.half_life < 0:
             raise ValueError(f"fairness.half_life: must be >= 0, got {self.half_life}")
         if self.k < 0:
             raise ValueError(f"fairness.k: must be >= 0, got {self.k}")
+
+    @property
+    def window(self) -> UsageWindow:
+        """The window the allocator keeps history for."""
+        return UsageWindow(
+            type=self.window_type,
+            size=self.usage_window,
+            tumbling_start=self.tumbling_window_start,
+            cron=self.cron_string,
+        )
 
 
 class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -43,6 +66,9 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     reclaimer_utilization_multiplier: float = 1.0
     stale_gang_grace: float = 60.0
     fairness: FairnessConfig | None = None
+    reclaim_min_runtime_resolution: str = "lca"
+    """Whose queue values protect a job from reclaim: ``lca`` from the child of the reclaimer's and the
+    victim's lowest common ancestor up, ``queue`` from the victim's leaf up (``actions.victims``)."""
     forget_finished: bool = False
     """Drop a job from the allocator's state once every pod of it finished, keeping only its name (so it
     is never created again): the state then follows what runs and waits, not the whole history. The
@@ -56,6 +82,11 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
         for i, name in enumerate(self.actions):
             if name not in KNOWN_ACTIONS:
                 raise ValueError(f"actions[{i}]: unknown action {name!r}; known: {', '.join(KNOWN_ACTIONS)}")
+        if self.reclaim_min_runtime_resolution not in MIN_RUNTIME_RESOLUTIONS:
+            raise ValueError(
+                f"reclaim_min_runtime_resolution: must be one of {', '.join(MIN_RUNTIME_RESOLUTIONS)}, "
+                f"got {self.reclaim_min_runtime_resolution!r}"
+            )
         if len(set(self.actions)) != len(self.actions):
             raise ValueError("actions: an action is listed twice")
         if not self.reclaimer_utilization_multiplier >= 1.0:
@@ -71,7 +102,11 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
         for name, default in _ADDED_LATER.items():
             if data.get(name) == default:
                 del data[name]
+        for name, default in _FAIRNESS_ADDED_LATER.items():
+            if data.get("fairness") and data["fairness"].get(name) == default:
+                del data["fairness"][name]
         return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
 
 
-_ADDED_LATER = {"forget_finished": False}
+_ADDED_LATER = {"forget_finished": False, "reclaim_min_runtime_resolution": "lca"}
+_FAIRNESS_ADDED_LATER = {"window_type": "sliding", "tumbling_window_start": None, "cron_string": None}

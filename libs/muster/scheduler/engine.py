@@ -36,7 +36,7 @@ class Allocator:
         self.pools = pools
         self.state = ClusterState(
             pools,
-            config.fairness.usage_window if config.fairness else None,
+            config.fairness.window if config.fairness else None,
             forget_finished=config.forget_finished,
         )
         self.pool_label = "default" if not pools else ",".join(sorted(pools))
@@ -232,14 +232,27 @@ class Allocator:
                     yield end
         if state.min_runtime_used and ledger.pending_jobs and names & {"reclaim", "preempt"}:
             table = self._queue_table()
+            # resolved at the lowest common ancestor, reclaim's protection depends on who reclaims: each
+            # queue with a pending job meets its own (by queue, the victim's leaf decides for all)
+            lca = self.config.reclaim_min_runtime_resolution == "lca"
+            reclaimers: list[int | None] = [None]
+            if lca:
+                reclaimers = sorted({table.index[q] for q in self._pending_queues() if q in table.index})
             for name in sorted(ledger.running_jobs):
                 job = ledger.jobs[name]
                 if not job.n_running or not job.preemptible or job.last_start is None:
                     continue
-                for kind in ("reclaim", "preempt"):
-                    end = job.last_start + min_runtime(state, table, job, kind)
+                ends = [job.last_start + min_runtime(state, table, job, "preempt")]
+                ends += [
+                    job.last_start + min_runtime(state, table, job, "reclaim", r, lca) for r in reclaimers
+                ]
+                for end in ends:
                     if clock < end:
                         yield end
+
+    def _pending_queues(self) -> set[str]:
+        jobs = self.state.ledger.jobs
+        return {jobs[name].queue for name in self.state.ledger.pending_jobs}
 
 
 def _user_units(row) -> dict[str, float]:

@@ -125,14 +125,16 @@ def usage_fractions(
     state: ClusterState, fairness: FairnessConfig | None, table: QueueTable, clock: float, total: np.ndarray
 ) -> np.ndarray:
     """Each queue's decayed historical usage as a fraction of the cluster's decayed capacity over the
-    window (KAI's time-aware fairness, normalised by total capacity); zeros when fairness is off."""
+    window (KAI's time-aware fairness, normalised by total capacity); zeros when fairness is off, or
+    while the window is empty (just reset, or a tumbling start still ahead)."""
     q = len(table.names)
     usage = np.zeros((q, 3))
     f = fairness
     if f is None:
         return usage
-    raw = state.queue_usage(clock, f.usage_window, f.half_life)
-    capacity_seconds = decayed_seconds(clock, f.usage_window, f.half_life, clock - f.usage_window, clock)
+    since = f.window.since(clock)
+    raw = state.queue_usage(clock, since, f.half_life)
+    capacity_seconds = decayed_seconds(clock, since, f.half_life, since, clock)
     for name in sorted(raw):
         i = table.index.get(name)
         if i is None:

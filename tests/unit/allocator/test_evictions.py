@@ -155,11 +155,11 @@ def running_some(job: ev.PodGroupCreated, n: int) -> list[ev.Event]:
 
 def test_decay_weighs_a_second_one_half_life_ago_half():
     h = 100.0
-    recent = decayed_seconds(1000.0, 1e9, h, 999.0, 1000.0)
-    older = decayed_seconds(1000.0, 1e9, h, 899.0, 900.0)
+    recent = decayed_seconds(1000.0, -1e9, h, 999.0, 1000.0)
+    older = decayed_seconds(1000.0, -1e9, h, 899.0, 900.0)
     assert older / recent == pytest.approx(0.5, rel=1e-6)
-    assert decayed_seconds(1000.0, 50.0, 0.0, 0.0, 2000.0) == 50.0
-    assert decayed_seconds(1000.0, 1e9, h, 0.0, 1000.0) == pytest.approx(h / math.log(2) * (1 - 2**-10))
+    assert decayed_seconds(1000.0, 950.0, 0.0, 0.0, 2000.0) == 50.0
+    assert decayed_seconds(1000.0, -1e9, h, 0.0, 1000.0) == pytest.approx(h / math.log(2) * (1 - 2**-10))
 
 
 def test_time_based_fair_share_is_a_function_of_the_log():
@@ -175,7 +175,7 @@ def test_time_based_fair_share_is_a_function_of_the_log():
             log.append(e)
     replayed = allocator(*log, config=config)
     assert replayed.snapshot() == a.snapshot()
-    assert replayed.state.queue_usage(3.0, 3600, 600) == a.state.queue_usage(3.0, 3600, 600)
+    assert replayed.state.queue_usage(3.0, -3597.0, 600) == a.state.queue_usage(3.0, -3597.0, 600)
 
 
 def test_past_usage_lowers_the_heavy_queues_fair_share():

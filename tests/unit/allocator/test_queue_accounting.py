@@ -9,6 +9,7 @@ from muster.scheduler.config import FairnessConfig
 from muster.scheduler.queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
 from muster.scheduler.state import ClusterState
 from muster.scheduler.state.queue_sums import A_GPU, NP_GPU, R_GPU, R_GPU_MEM, SUM_COLS
+from muster.usage_window import UsageWindow
 
 from .builders import GI, gang_job, gpu_nodes, queue
 
@@ -55,7 +56,7 @@ def test_without_fairness_no_queue_has_past_use():
 
 def test_a_queue_that_held_every_gpu_for_the_whole_window_used_all_of_it():
     fairness = FairnessConfig(usage_window=100.0, half_life=0.0)
-    state = ClusterState(usage_window=100.0)
+    state = ClusterState(usage_window=UsageWindow(size=100.0))
     t = table(queue("team"), queue("idle"))
     for e in [
         *gpu_nodes(1, gpus=2),

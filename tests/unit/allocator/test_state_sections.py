@@ -9,6 +9,7 @@ from muster.kernels import placement as pl
 from muster.scheduler.state import SECTIONS, ClusterState, pod_req
 from muster.scheduler.state.adoptions import Adoptions
 from muster.scheduler.state.nodes import NodeTable
+from muster.usage_window import UsageWindow
 
 from .builders import GI, gang_job, gpu_nodes, node, queue
 
@@ -44,7 +45,7 @@ pending pods, usage history, a move under way, pods awaiting adoption."""
 
 
 def busy_state() -> ClusterState:
-    state = ClusterState(usage_window=3600.0)
+    state = ClusterState(usage_window=UsageWindow(size=3600.0))
     for e in BUSY:
         state.apply(e)
     return state
@@ -147,7 +148,7 @@ def test_a_deleted_job_leaves_no_trace_in_the_ledger_the_sums_or_the_nodes():
 
 
 def test_usage_keeps_an_interval_per_pod_that_stopped_until_the_window_has_passed_it():
-    state = ClusterState(usage_window=100.0)
+    state = ClusterState(usage_window=UsageWindow(size=100.0))
     for e in [*gpu_nodes(1, gpus=2), gang_job("team", 1, name="a"), *_bound("a", 0, [0], 10.0)]:
         state.apply(e)
     state.apply(ev.PodCompleted(job="a", pod=0, node="node-0", at=30.0))

@@ -46,7 +46,7 @@ class ReclaimAction(VictimSearch):
         if key in failed:
             return
         by_leaf = {
-            q: [(j, protected(s, j, "reclaim")) for j in jobs]
+            q: [(j, protected(s, j, "reclaim", leaf)) for j in jobs]
             for q, jobs in running.items()
             if q != leaf and could_give(s, leaf, q, req) and any(s.victim_pods(j) for j in jobs)
         }

@@ -94,16 +94,29 @@ def _reverse(name: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in name) + (1,)
 
 
-def min_runtime(state: ClusterState, table: QueueTable, job: Job, kind: str) -> float:
-    """Seconds the job is protected from ``kind`` (preempt | reclaim): its own value, else the nearest
-    value on its queue's path to the top (a child's value overrides its parent's, as the scenario format
-    says; KAI instead reads reclaim's value below the reclaimer's and victim's common ancestor)."""
+def min_runtime(
+    state: ClusterState,
+    table: QueueTable,
+    job: Job,
+    kind: str,
+    reclaimer: int | None = None,
+    lca: bool = True,
+) -> float:
+    """Seconds the job is protected from ``kind`` (preempt | reclaim), KAI's §9: the job's own value, else
+    the first value met walking up its queue path. Preempt, and reclaim resolved by ``queue``, walk from
+    the job's leaf. Reclaim resolved at the lowest common ancestor (``lca``, KAI's default) with the
+    reclaiming leaf queue ``reclaimer`` walks from the common ancestor's child on the job's side, so a
+    value set below that child guards the job from its siblings' reclaims, not from its cousins'; with
+    no common ancestor only the job's top-level queue counts."""
     if job.min_runtime is not None:
         return job.min_runtime
     leaf = table.index.get(job.queue)
     if leaf is None:
         return 0.0
-    for q in table.ancestors[leaf]:
+    path = table.ancestors[leaf]
+    if kind == "reclaim" and lca and reclaimer is not None:
+        path = path[_below_common_ancestor(table, leaf, reclaimer) :]
+    for q in path:
         spec = state.queues.get(table.names[q])
         mr = spec.min_runtime if spec is not None else None
         value = getattr(mr, kind) if mr is not None else None
@@ -112,11 +125,24 @@ def min_runtime(state: ClusterState, table: QueueTable, job: Job, kind: str) -> 
     return 0.0
 
 
-def protected(s: Session, job: Job, kind: str) -> bool:
-    """Whether the job is still inside its min-runtime for ``kind`` at the session's clock."""
+def _below_common_ancestor(table: QueueTable, leaf: int, other: int) -> int:
+    """Where, on ``leaf``'s path (leaf first), the child of its lowest common ancestor with ``other``
+    sits; the top-level queue when the two share none."""
+    theirs = set(table.ancestors[other])
+    path = table.ancestors[leaf]
+    for i, q in enumerate(path):
+        if q in theirs:
+            return max(i - 1, 0)
+    return len(path) - 1
+
+
+def protected(s: Session, job: Job, kind: str, reclaimer: int | None = None) -> bool:
+    """Whether the job is still inside its min-runtime for ``kind`` at the session's clock (for reclaim,
+    against the reclaiming leaf queue ``reclaimer``)."""
     if not s.state.min_runtime_used or job.last_start is None:
         return False
-    mr = min_runtime(s.state, s.table, job, kind)
+    lca = s.config.reclaim_min_runtime_resolution == "lca"
+    mr = min_runtime(s.state, s.table, job, kind, reclaimer, lca)
     return mr > 0 and s.clock < job.last_start + mr
 
 

@@ -23,6 +23,7 @@ import msgspec
 from muster import events as ev
 from muster.kernels import placement as pl
 from muster.kernels.share import device_share
+from muster.usage_window import UsageWindow
 
 from ..preemption_delay import RE_ARMING_ACTIONS
 from .admission import fact_refusal
@@ -91,7 +92,7 @@ class ClusterState:
     def __init__(
         self,
         pools: frozenset[str] | None = None,
-        usage_window: float | None = None,
+        usage_window: UsageWindow | None = None,
         *,
         forget_finished: bool = False,
     ) -> None:
@@ -121,10 +122,10 @@ class ClusterState:
     def serves(self, pool: str) -> bool:
         return self.pools is None or pool in self.pools
 
-    def queue_usage(self, clock: float, window: float, half_life: float) -> dict[str, list[float]]:
-        """Per leaf queue, decayed resource-seconds of bound pods within ``window`` before ``clock``, those
-        that stopped and those still running (see ``UsageHistory.decayed``)."""
-        return self.usage.decayed(self.ledger.jobs, clock, window, half_life)
+    def queue_usage(self, clock: float, since: float, half_life: float) -> dict[str, list[float]]:
+        """Per leaf queue, decayed resource-seconds of bound pods within (since, clock], those that stopped
+        and those still running (see ``UsageHistory.decayed``)."""
+        return self.usage.decayed(self.ledger.jobs, clock, since, half_life)
 
     # -- events ---------------------------------------------------------------------------------
 

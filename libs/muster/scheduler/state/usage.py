@@ -2,7 +2,7 @@
 
 An interval starts at ``PodBound.at`` and ends at ``PodCompleted.at``, or, for an eviction (whose
 confirmation carries no time), at the clock of the last cycle read. Kept only when a usage window is set,
-and forgotten once wholly before it.
+and forgotten once wholly before it (``UsageWindow.since``: the window's start never moves back).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import ClassVar
 
 import msgspec
 
+from muster.usage_window import UsageWindow
+
 from .pods import BOUND, Job
 
 Interval = tuple[float, float, float, float, float]
@@ -19,13 +21,13 @@ Interval = tuple[float, float, float, float, float]
 
 
 class UsageImage(msgspec.Struct, kw_only=True):
-    usage_window: float | None
+    usage_window: UsageWindow | None
     usage: dict[str, list[Interval]]
 
 
-def decayed_seconds(clock: float, window: float, half_life: float, start: float, end: float) -> float:
-    """Seconds of [start, end) inside (clock - window, clock], each weighted by 2^(-age / half_life)."""
-    a = max(start, clock - window)
+def decayed_seconds(clock: float, since: float, half_life: float, start: float, end: float) -> float:
+    """Seconds of [start, end) inside (since, clock], each weighted by 2^(-age / half_life)."""
+    a = max(start, since)
     b = min(end, clock)
     if b <= a:
         return 0.0
@@ -36,12 +38,12 @@ def decayed_seconds(clock: float, window: float, half_life: float, start: float,
 
 
 class UsageHistory:
-    """Closed intervals of bound pods per queue, within ``window`` seconds of the last clock read."""
+    """Closed intervals of bound pods per queue, within the usage window that closes at the last clock read."""
 
     CACHES: ClassVar[frozenset[str]] = frozenset()
     IMAGED_AS: ClassVar[dict[str, tuple[str, ...]]] = {"window": ("usage_window",), "intervals": ("usage",)}
 
-    def __init__(self, window: float | None = None) -> None:
+    def __init__(self, window: UsageWindow | None = None) -> None:
         self.window = window
         self.intervals: dict[str, list[Interval]] = {}
 
@@ -59,22 +61,22 @@ class UsageHistory:
         """Drop the intervals that ended before the window that closes at ``clock``."""
         if self.window is None:
             return
-        horizon = clock - self.window
+        horizon = self.window.since(clock)
         for queue in sorted(self.intervals):
             kept = [iv for iv in self.intervals[queue] if iv[1] > horizon]
             if len(kept) != len(self.intervals[queue]):
                 self.intervals[queue] = kept
 
     def decayed(
-        self, jobs: dict[str, Job], clock: float, window: float, half_life: float
+        self, jobs: dict[str, Job], clock: float, since: float, half_life: float
     ) -> dict[str, list[float]]:
         """Per leaf queue, resource-seconds of bound pods (closed intervals, then ``jobs`` still running)
-        within ``window`` before ``clock``, each second weighted by 2^(-age / half_life) (no decay when
-        half_life is 0)."""
+        within (since, clock], each second weighted by 2^(-age / half_life) (no decay when half_life is
+        0)."""
         out: dict[str, list[float]] = {}
 
         def add(queue: str, start: float, end: float, amounts: tuple[float, float, float]) -> None:
-            w = decayed_seconds(clock, window, half_life, start, end)
+            w = decayed_seconds(clock, since, half_life, start, end)
             if w > 0:
                 row = out.setdefault(queue, [0.0, 0.0, 0.0])
                 for r in range(3):
