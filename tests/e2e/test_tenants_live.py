@@ -102,7 +102,7 @@ async def submit_past_the_door(system, tenant: str, path: str) -> None:
     login = TenantLogin.read(system.settings.home, tenant)
     bus = await NatsBus.connect(
         system.endpoints.nats_url, system.endpoints.subjects, service="test",
-        credentials=NatsCredentials(login.user, login.password, login.nats_ca),
+        credentials=NatsCredentials(login.user, login.password, login.nats_ca), ensure_stream=False,
     )  # fmt: skip
     try:
         await Client(bus, system.endpoints, login).submit([yaml.safe_load(Path(path).read_text())])
@@ -172,7 +172,7 @@ def test_a_removed_tenant_can_no_longer_log_in(system, tmp_path):
         try:
             bus = await NatsBus.connect(
                 system.endpoints.nats_url, system.endpoints.subjects, service="test",
-                credentials=NatsCredentials(login.user, login.password),
+                credentials=NatsCredentials(login.user, login.password), ensure_stream=False,
             )  # fmt: skip
         except NatsLoginRefused:
             return False
