@@ -51,11 +51,14 @@ from muster.events import (
     RequestAnswered,
     UpsertQueue,
     WorkloadSubmitted,
-    event_type,
 )
 from muster.runtime.security import NatsCredentials, nats_credentials
 from muster.runtime.settings import Endpoints, Settings
 from muster.tenants import TenantLogin
+
+# The requests a tenant's answers name (``RequestAnswered.request``), by their types' tags.
+SUBMISSION = WorkloadSubmitted.__struct_config__.tag
+CANCEL = CancelRequested.__struct_config__.tag
 
 ADOPTED_PER_EVENT = 1000
 """Pods named in one AdoptPods event: a hundred-odd bytes each, well inside one envelope."""
@@ -201,7 +204,7 @@ class Client:
             )
         except DuplicateMessage as exc:
             raise CancelError(f"{job} was not cancelled: {exc}") from exc
-        seq, answered = await self._answer(event_type(request), uid, sent + 1, wait)
+        seq, answered = await self._answer(CANCEL, uid, sent + 1, wait)
         if answered.error:
             raise CancelError(answered.error)
         return seq
@@ -211,7 +214,7 @@ class Client:
 
         Read from the tenant's own answers subject; waits up to ``wait`` seconds for it to come.
         """
-        return (await self._answer(event_type(WorkloadSubmitted), uid, 1, wait))[1]
+        return (await self._answer(SUBMISSION, uid, 1, wait))[1]
 
     async def _answer(self, request: str, uid: str, start: int, wait: float) -> tuple[int, RequestAnswered]:
         if self.tenant is None:
@@ -235,7 +238,7 @@ class Client:
             for event in delivery.events:
                 if isinstance(event, RequestAnswered) and not event.error:
                     for name in event.jobs:
-                        if event.request == event_type(CancelRequested):
+                        if event.request == CANCEL:
                             jobs.pop(name, None)
                         else:
                             jobs[name] = None
