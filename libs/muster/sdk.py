@@ -204,19 +204,22 @@ class Client:
             )
         except DuplicateMessage as exc:
             raise CancelError(f"{job} was not cancelled: {exc}") from exc
-        seq, answered = await self._answer(CANCEL, uid, sent + 1, wait)
+        seq, answered = await self._answer(CANCEL, uid, sent + 1, wait, f"cancelling {job}")
         if answered.error:
             raise CancelError(answered.error)
         return seq
 
     async def answer(self, uid: str, *, wait: float = 15.0) -> RequestAnswered:
-        """The podgrouper's answer to this tenant's submission ``uid``: the jobs it made, or why not.
+        """The podgrouper's answer to this tenant's submission ``uid`` (its first, should the workload
+        have been submitted again since): the jobs it made, or why not.
 
         Read from the tenant's own answers subject; waits up to ``wait`` seconds for it to come.
         """
-        return (await self._answer(SUBMISSION, uid, 1, wait))[1]
+        return (await self._answer(SUBMISSION, uid, 1, wait, f"submission {uid}"))[1]
 
-    async def _answer(self, request: str, uid: str, start: int, wait: float) -> tuple[int, RequestAnswered]:
+    async def _answer(
+        self, request: str, uid: str, start: int, wait: float, what: str
+    ) -> tuple[int, RequestAnswered]:
         if self.tenant is None:
             raise TypeError("only a tenant's requests are answered on a subject of their own")
         deadline = time.monotonic() + wait
@@ -227,7 +230,7 @@ class Client:
                     if isinstance(event, RequestAnswered) and (event.request, event.uid) == (request, uid):
                         return delivery.seq, event
             await asyncio.sleep(0.05)
-        raise TimeoutError(f"no answer from the podgrouper to {request} {uid} within {wait:g}s")
+        raise TimeoutError(f"no answer from the podgrouper to {what} within {wait:g}s")
 
     async def own_jobs(self) -> list[str]:
         """A tenant's jobs that its answers say it made and has not cancelled, by name."""
