@@ -14,6 +14,9 @@ import nats
 import pytest
 from muster.events import PodGroupCreated, PodSpec, RequestAnswered, WorkloadSubmitted
 from muster.runtime.security import DURABLE_CONSUMERS, nats_connect_options
+from muster.runtime.settings import Endpoints
+from muster.sdk import Client
+from muster.tenants import TenantLogin
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from tests.security import test_tenants
@@ -67,7 +70,8 @@ async def read_as(secured: LoginsServer, who: str, subjects: list[str]) -> list:
 
 async def test_a_tenant_reads_the_answers_to_its_own_requests(secured, others_work):
     answers = await read_as(secured, READER.name, [SUBJECTS.answers(READER.name)])
-    assert [(a.uid, a.jobs) for a in answers] == [("mine", ["mine"])]
+    assert ("mine", ["mine"]) in [(a.uid, a.jobs) for a in answers]
+    assert "secret-b" not in [a.uid for a in answers]
 
 
 async def test_a_tenant_reads_its_own_requests_subject(secured, others_work):
@@ -194,3 +198,26 @@ async def test_a_tenant_may_not_refilter_a_services_durable_consumer_to_its_own_
         await podgrouper.close()
     assert answer is None
     assert after.filter_subject == SUBJECTS.workloads
+
+
+async def test_a_tenants_own_jobs_are_those_its_answers_made_and_did_not_cancel(secured, others_work):
+    podgrouper = await secured.bus("podgrouper")
+    try:
+        for uid, request, jobs in [
+            ("c1", "CancelRequested", ["gone"]),
+            ("s2", "WorkloadSubmitted", ["gone"]),
+        ]:
+            answered = RequestAnswered(request=request, uid=uid, jobs=jobs)
+            await podgrouper.publish(SUBJECTS.answers(READER.name), [answered], msg_id=f"reader:{uid}")
+        refused = RequestAnswered(request="WorkloadSubmitted", uid="s3", error="taken", field="metadata.name")
+        await podgrouper.publish(SUBJECTS.answers(READER.name), [refused], msg_id="reader:s3")
+        cancelled = RequestAnswered(request="CancelRequested", uid="c4", jobs=["gone"])
+        await podgrouper.publish(SUBJECTS.answers(READER.name), [cancelled], msg_id="reader:c4")
+    finally:
+        await podgrouper.close()
+    login = TenantLogin(READER.name, READER.queues, READER.user, READER.password)
+    client = Client(await secured.bus(READER.name), Endpoints(nats_url=secured.server.url, pg_dsn=""), login)
+    try:
+        assert await client.own_jobs() == ["mine"]
+    finally:
+        await client.close()
