@@ -60,6 +60,9 @@ from muster.tenants import TenantLogin
 SUBMISSION = WorkloadSubmitted.__struct_config__.tag
 CANCEL = CancelRequested.__struct_config__.tag
 
+ANSWER_WAIT = 15.0
+"""Seconds a tenant's client waits for the podgrouper's answer to a request."""
+
 ADOPTED_PER_EVENT = 1000
 """Pods named in one AdoptPods event: a hundred-odd bytes each, well inside one envelope."""
 
@@ -160,10 +163,13 @@ class Client:
         queue: str | None = None,
         submitted_at: float | None = None,
         uid: str | None = None,
+        answer_within: float | None = None,
     ) -> str:
         """Publish a workload for the podgrouper; returns its uid.
 
-        As a tenant, it goes to ``queue`` (one of the tenant's; its only one if not given).
+        As a tenant, it goes to ``queue`` (one of the tenant's; its only one if not given); with
+        ``answer_within``, this waits that many seconds for the podgrouper's answer to it and raises
+        ``SubmitError`` if it was rejected (``TimeoutError`` if none came: it is stored all the same).
         """
         uid = uid or workload_uid(manifests)
         subject = self.subjects.workloads
@@ -177,7 +183,7 @@ class Client:
         )
         with telemetry.tracer().start_as_current_span("submit", attributes={"muster.workload": uid}):
             try:
-                await self._publish(
+                sent = await self._publish(
                     subject, [event], msg_id=self._id(f"submit:{uid}"), on_duplicate=OnDuplicate.NEW
                 )
             except DuplicateMessage as exc:
@@ -185,9 +191,14 @@ class Client:
                     f"{uid} was not submitted: {exc} (an earlier submission of this very workload, "
                     "or another login's message under its id)"
                 ) from exc
+        if self.tenant is not None and answer_within is not None:
+            _, answered = await self._answer(SUBMISSION, uid, sent + 1, answer_within, f"submission {uid}")
+            if answered.error:
+                where = f"{answered.field}: " if answered.field else ""
+                raise SubmitError(f"{uid} was rejected: {where}{answered.error}")
         return uid
 
-    async def cancel(self, job: str, *, wait: float = 15.0) -> int:
+    async def cancel(self, job: str, *, wait: float = ANSWER_WAIT) -> int:
         """Delete ``job``; returns the sequence of its PodGroupDeleted (as a tenant, of the answer that
         says so). Raises ``CancelError``.
 
@@ -209,7 +220,7 @@ class Client:
             raise CancelError(answered.error)
         return seq
 
-    async def answer(self, uid: str, *, wait: float = 15.0) -> RequestAnswered:
+    async def answer(self, uid: str, *, wait: float = ANSWER_WAIT) -> RequestAnswered:
         """The podgrouper's answer to this tenant's submission ``uid`` (its first, should the workload
         have been submitted again since): the jobs it made, or why not.
 

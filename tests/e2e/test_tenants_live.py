@@ -156,7 +156,14 @@ def test_a_submission_naming_another_queue_than_its_subjects_is_rejected(system,
 def test_squatting_another_tenants_job_name_is_rejected_and_their_job_is_untouched(system, tmp_path):
     submit_as(system, "team-b", pod_file(tmp_path, "train-b"))
     answer(system, PodGroupCreated, name="train-b", owner="team-b")
-    submit_as(system, "team-a", pod_file(tmp_path, "train-b", queue="qa"))
+    path = pod_file(tmp_path, "train-b", queue="qa")
+    # The tenant hears the rejection on its own subject: `muster submit` exits 1 with it.
+    heard = wait_for(
+        lambda: (r := muster(system, "submit", "--tenant", "team-a", "-f", path, check=False)).returncode == 1 and r,
+        timeout=20,
+        what="team-a's squatting submission refused",
+    )  # fmt: skip
+    assert "was rejected: metadata.name: job name train-b is taken" in heard.stderr
     rejected = answer(system, WorkloadRejected, field="metadata.name")
     assert "train-b" in rejected.error
     created = [e for e in run(podgroups(system)) if getattr(e, "name", None) == "train-b"]
