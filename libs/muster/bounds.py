@@ -392,6 +392,12 @@ def _answer(e: ev.WorkloadRejected | ev.CancelRequested | ev.CancelRefused) -> N
         _refers(".job", e.job)
 
 
+def _answered(e: ev.RequestAnswered) -> None:
+    _refers(".uid", e.uid, MAX_UID)
+    for i, job in enumerate(e.jobs):
+        _refers(f".jobs[{i}]", job)
+
+
 def _named(e: Any) -> None:
     """An event about one job, queue or node, which it names (deleted, rejected, lost...)."""
     _refers(".name", e.name)
@@ -406,6 +412,7 @@ _CHECKS: dict[type, Callable[[Any], None]] = {
     ev.WorkloadRejected: _answer,
     ev.CancelRequested: _answer,
     ev.CancelRefused: _answer,
+    ev.RequestAnswered: _answered,
     ev.PodGroupCreated: _pod_group,
     ev.PodGroupDeleted: _named,
     ev.UpsertQueue: _queue,

@@ -27,6 +27,8 @@ podgrouper answers as for any submission, with ``owner`` set on each group,
 unless the workload names another queue or a group name another owner's live
 job holds (``WorkloadRejected``). A tenant's ``CancelRequested`` is answered
 ``PodGroupDeleted`` when the job is the tenant's own, else ``CancelRefused``.
+Each answer is repeated to the tenant alone as one ``RequestAnswered`` on
+``answers.<tenant>``, the only subject besides its own requests it may read.
 
 Pod lifecycle (a pod is ``(job, index)``, index over the job's pod specs
 expanded in order)::
@@ -321,6 +323,26 @@ class CancelRefused(_Event, tag="CancelRefused", kw_only=True):
     error: str
 
 
+class RequestAnswered(_Event, tag="RequestAnswered", kw_only=True):
+    """The podgrouper's answer to one tenant request, on that tenant's own ``answers.<tenant>``.
+
+    The tenant reads only its own subjects, so what it waits for is repeated here, after the
+    decision on ``podgroups``. It carries nothing the tenant did not send or may not know: the
+    jobs its request created or deleted, or why it was refused.
+    """
+
+    request: str
+    """The request's type: ``WorkloadSubmitted`` or ``CancelRequested``."""
+    uid: str
+    """The request's uid."""
+    jobs: list[str] = []
+    """The jobs the request created (a submission) or deleted (a cancel); none when refused."""
+    error: str = ""
+    """Why the request was refused; '' when it was done."""
+    field: str = ""
+    """The field a refused submission was refused for."""
+
+
 class UpsertQueue(_Event, tag="UpsertQueue", kw_only=True):
     queue: QueueSpec
 
@@ -578,6 +600,7 @@ Event = Union[  # noqa: UP007 (a runtime union object whose __args__ lists the t
     AdoptPods,
     CancelRequested,
     CancelRefused,
+    RequestAnswered,
 ]
 
 EVENT_TYPES: tuple[type[_Event], ...] = Event.__args__  # type: ignore[attr-defined]

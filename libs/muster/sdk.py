@@ -9,7 +9,8 @@ wrapped in ``schemas/Envelope.json``) to ``<prefix>.workloads`` with a
 
 A tenant (``Client.connect(tenant="team-a")``, or ``MUSTER_TENANT``) logs in
 with its own login file and submits on ``<prefix>.workloads.<tenant>.<queue>``;
-it may cancel only its own jobs.
+it may cancel only its own jobs. It reads nothing but its own subjects: the
+podgrouper's answers to it come on ``<prefix>.answers.<tenant>`` (``answer``).
 
 JetStream drops a message whose ``Nats-Msg-Id`` its stream already holds, from
 whoever published it. So every id this client sends is namespaced by its
@@ -37,7 +38,6 @@ from muster.bus import DuplicateMessage, NatsBus, OnDuplicate, chunk_events
 from muster.bus.admission import check_events
 from muster.events import (
     AdoptPods,
-    CancelRefused,
     CancelRequested,
     DeleteQueue,
     Event,
@@ -48,12 +48,20 @@ from muster.events import (
     QueueRejected,
     QueueSpec,
     QueueUpserted,
+    RequestAnswered,
     UpsertQueue,
     WorkloadSubmitted,
 )
 from muster.runtime.security import NatsCredentials, nats_credentials
 from muster.runtime.settings import Endpoints, Settings
 from muster.tenants import TenantLogin
+
+# The requests a tenant's answers name (``RequestAnswered.request``), by their types' tags.
+SUBMISSION = WorkloadSubmitted.__struct_config__.tag
+CANCEL = CancelRequested.__struct_config__.tag
+
+ANSWER_WAIT = 15.0
+"""Seconds a tenant's client waits for the podgrouper's answer to a request."""
 
 ADOPTED_PER_EVENT = 1000
 """Pods named in one AdoptPods event: a hundred-odd bytes each, well inside one envelope."""
@@ -128,7 +136,11 @@ class Client:
             else nats_credentials(endpoints.nats_url, service="muster-client")
         )
         bus = await NatsBus.connect(
-            endpoints.nats_url, endpoints.subjects, service="muster-client", credentials=credentials
+            endpoints.nats_url,
+            endpoints.subjects,
+            service="muster-client",
+            credentials=credentials,
+            ensure_stream=login is None,  # a tenant may not ask about the stream
         )
         return cls(bus, endpoints, login, id_key=credentials.password if credentials else None)
 
@@ -151,10 +163,13 @@ class Client:
         queue: str | None = None,
         submitted_at: float | None = None,
         uid: str | None = None,
+        answer_within: float | None = None,
     ) -> str:
         """Publish a workload for the podgrouper; returns its uid.
 
-        As a tenant, it goes to ``queue`` (one of the tenant's; its only one if not given).
+        As a tenant, it goes to ``queue`` (one of the tenant's; its only one if not given); with
+        ``answer_within``, this waits that many seconds for the podgrouper's answer to it and raises
+        ``SubmitError`` if it was rejected (``TimeoutError`` if none came: it is stored all the same).
         """
         uid = uid or workload_uid(manifests)
         subject = self.subjects.workloads
@@ -168,7 +183,7 @@ class Client:
         )
         with telemetry.tracer().start_as_current_span("submit", attributes={"muster.workload": uid}):
             try:
-                await self._publish(
+                sent = await self._publish(
                     subject, [event], msg_id=self._id(f"submit:{uid}"), on_duplicate=OnDuplicate.NEW
                 )
             except DuplicateMessage as exc:
@@ -176,38 +191,72 @@ class Client:
                     f"{uid} was not submitted: {exc} (an earlier submission of this very workload, "
                     "or another login's message under its id)"
                 ) from exc
+        if self.tenant is not None and answer_within is not None:
+            _, answered = await self._answer(SUBMISSION, uid, sent + 1, answer_within, f"submission {uid}")
+            if answered.error:
+                where = f"{answered.field}: " if answered.field else ""
+                raise SubmitError(f"{uid} was rejected: {where}{answered.error}")
         return uid
 
-    async def cancel(self, job: str, *, wait: float = 15.0) -> int:
-        """Delete ``job``; returns the sequence of its PodGroupDeleted. Raises ``CancelError``.
+    async def cancel(self, job: str, *, wait: float = ANSWER_WAIT) -> int:
+        """Delete ``job``; returns the sequence of its PodGroupDeleted (as a tenant, of the answer that
+        says so). Raises ``CancelError``.
 
         As a tenant, the podgrouper decides (only the tenant's own jobs), and this waits for its answer.
         """
         if self.tenant is None:
             return await self._cancel_directly(job)
         uid = f"{job}:{time.time_ns()}"
-        start = await self.bus.last_seq() + 1
         subject = self.subjects.tenant_workloads(self.tenant.tenant, self.tenant.queues[0])
+        request = CancelRequested(uid=uid, job=job)
         try:
-            await self._publish(
-                subject,
-                [CancelRequested(uid=uid, job=job)],
-                msg_id=self._id(f"cancel:{uid}"),
-                on_duplicate=OnDuplicate.NEW,
+            sent = await self._publish(
+                subject, [request], msg_id=self._id(f"cancel:{uid}"), on_duplicate=OnDuplicate.NEW
             )
         except DuplicateMessage as exc:
             raise CancelError(f"{job} was not cancelled: {exc}") from exc
+        seq, answered = await self._answer(CANCEL, uid, sent + 1, wait, f"cancelling {job}")
+        if answered.error:
+            raise CancelError(answered.error)
+        return seq
+
+    async def answer(self, uid: str, *, wait: float = ANSWER_WAIT) -> RequestAnswered:
+        """The podgrouper's answer to this tenant's submission ``uid`` (its first, should the workload
+        have been submitted again since): the jobs it made, or why not.
+
+        Read from the tenant's own answers subject; waits up to ``wait`` seconds for it to come.
+        """
+        return (await self._answer(SUBMISSION, uid, 1, wait, f"submission {uid}"))[1]
+
+    async def _answer(
+        self, request: str, uid: str, start: int, wait: float, what: str
+    ) -> tuple[int, RequestAnswered]:
+        if self.tenant is None:
+            raise TypeError("only a tenant's requests are answered on a subject of their own")
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            async for delivery in self.bus.read([self.subjects.podgroups], start_seq=start):
+            async for delivery in self.bus.read([self.subjects.answers(self.tenant.tenant)], start_seq=start):
                 start = delivery.seq + 1
                 for event in delivery.events:
-                    if isinstance(event, CancelRefused) and event.uid == uid:
-                        raise CancelError(event.error)
-                    if isinstance(event, PodGroupDeleted) and event.name == job:
-                        return delivery.seq
+                    if isinstance(event, RequestAnswered) and (event.request, event.uid) == (request, uid):
+                        return delivery.seq, event
             await asyncio.sleep(0.05)
-        raise TimeoutError(f"no answer from the podgrouper to cancelling {job} within {wait:g}s")
+        raise TimeoutError(f"no answer from the podgrouper to {what} within {wait:g}s")
+
+    async def own_jobs(self) -> list[str]:
+        """A tenant's jobs that its answers say it made and has not cancelled, by name."""
+        if self.tenant is None:
+            raise TypeError("only a tenant's own jobs are listed from its answers")
+        jobs: dict[str, None] = {}
+        async for delivery in self.bus.read([self.subjects.answers(self.tenant.tenant)]):
+            for event in delivery.events:
+                if isinstance(event, RequestAnswered) and not event.error:
+                    for name in event.jobs:
+                        if event.request == CANCEL:
+                            jobs.pop(name, None)
+                        else:
+                            jobs[name] = None
+        return sorted(jobs)
 
     async def _cancel_directly(self, job: str) -> int:
         # The system's own logins delete on podgroups themselves.

@@ -24,6 +24,8 @@ EVENT_TYPES: dict[str, frozenset[str]] = {
     # A tenant's own subjects, one per queue it may use (`workloads.<tenant>.<queue>`).
     "workloads.*.*": frozenset({"WorkloadSubmitted", "CancelRequested"}),
     "podgroups": frozenset({"PodGroupCreated", "PodGroupDeleted", "WorkloadRejected", "CancelRefused"}),
+    # The podgrouper's answers to one tenant (`answers.<tenant>`), which only that tenant reads.
+    "answers.*": frozenset({"RequestAnswered"}),
     "queues.requests": frozenset({"UpsertQueue", "DeleteQueue"}),
     "queues.events": frozenset({"QueueUpserted", "QueueDeleted", "QueueRejected"}),
     "queues.status": frozenset({"QueueStatus"}),
@@ -134,6 +136,10 @@ class Subjects:
             return None
         tenant, queue = subject.split(".")[-2:]
         return tenant, queue
+
+    def answers(self, tenant: str = "*") -> str:
+        """RequestAnswered: the podgrouper's answers to ``tenant``'s requests, for that tenant alone."""
+        return f"{self.prefix}.answers.{tenant}"
 
     @property
     def podgroups(self) -> str:

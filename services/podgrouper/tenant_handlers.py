@@ -1,11 +1,12 @@
-"""The podgrouper's tenant side: requests on ``workloads.<tenant>.<queue>`` in, answers on ``podgroups``."""
+"""The podgrouper's tenant side: requests on ``workloads.<tenant>.<queue>`` in, decisions on
+``podgroups`` and each answer, for the tenant alone, on ``answers.<tenant>``."""
 
 from __future__ import annotations
 
 from muster import telemetry
 from muster.bus import Delivery, NatsBus, chunk_events
 from muster.events import CancelRequested, Event, WorkloadSubmitted
-from muster.grouping.tenancy import Owners, decide_cancel, decide_submission
+from muster.grouping.tenancy import Owners, answer, decide_cancel, decide_submission
 from muster.subjects import Subjects
 
 
@@ -56,6 +57,14 @@ class TenantHandlers:
                     attributes={"muster.tenant": tenant, "muster.request": key},
                 ):
                     # The tenant is part of the id: another tenant's request of the same uid is another answer.
+                    # The answer goes first: a request redelivered after its decision was published would
+                    # be decided again on a log that holds that decision (a cancelled job is no longer
+                    # the tenant's), and the answer would contradict it.
+                    await self.bus.publish(
+                        self.subjects.answers(tenant),
+                        [answer(request, events)],
+                        msg_id=f"podgrouper:{tenant}:{key}:answer",
+                    )
                     for i, chunk in enumerate(chunk_events(events)):
                         await self.bus.publish(
                             self.subjects.podgroups, chunk, msg_id=f"podgrouper:{tenant}:{key}:{i}"

@@ -36,6 +36,7 @@ async def squat(system, msg_ids: list[str]) -> None:
         system.endpoints.subjects,
         service="attacker",
         credentials=NatsCredentials(login.user, login.password, login.nats_ca),
+        ensure_stream=False,
     )
     try:
         subject = system.endpoints.subjects.tenant_workloads("team-b", "qb")

@@ -16,12 +16,13 @@ import pytest
 import yaml
 from muster.bus import NatsBus
 from muster.bus.nats import NatsLoginRefused
-from muster.events import CancelRefused, PodGroupCreated, PodGroupDeleted, WorkloadRejected
+from muster.events import CancelRefused, PodGroupCreated, PodGroupDeleted, RequestAnswered, WorkloadRejected
 from muster.runtime.security import NatsCredentials
 from muster.runtime.settings import Settings
 from muster.runtime.system import running_system
 from muster.sdk import Client
 from muster.tenants import TenantLogin
+from nats.errors import TimeoutError as NatsTimeoutError
 
 from tests.e2e.conftest import SERVICE_ENV, events_on, muster, run
 from tests.polling import wait_for
@@ -97,17 +98,43 @@ def refused_at_the_door(system, tenant: str, *args: str):
     )
 
 
-async def submit_past_the_door(system, tenant: str, path: str) -> None:
-    """Publish as ``tenant`` without the CLI's checks, as any client of the bus may."""
+async def tenant_client(system, tenant: str) -> Client:
+    """A client logged in as ``tenant``, as ``Client.connect(tenant=...)`` makes it."""
     login = TenantLogin.read(system.settings.home, tenant)
     bus = await NatsBus.connect(
         system.endpoints.nats_url, system.endpoints.subjects, service="test",
-        credentials=NatsCredentials(login.user, login.password, login.nats_ca),
+        credentials=NatsCredentials(login.user, login.password, login.nats_ca), ensure_stream=False,
     )  # fmt: skip
-    try:
-        await Client(bus, system.endpoints, login).submit([yaml.safe_load(Path(path).read_text())])
-    finally:
-        await bus.close()
+    return Client(bus, system.endpoints, login, id_key=login.password)
+
+
+async def submit_past_the_door(system, tenant: str, path: str) -> None:
+    """Publish as ``tenant`` without the CLI's checks, as any client of the bus may."""
+    async with await tenant_client(system, tenant) as client:
+        await client.submit([yaml.safe_load(Path(path).read_text())])
+
+
+async def submit_and_hear(system, tenant: str, path: str) -> tuple[RequestAnswered, bool]:
+    """``tenant`` submits through the SDK and waits for its answer; and whether it could read
+    ``podgroups`` too."""
+    async with await tenant_client(system, tenant) as client:
+        uid = await client.submit([yaml.safe_load(Path(path).read_text())])
+        answered = await client.answer(uid, wait=30)
+        try:
+            [d async for d in client.bus.read([system.endpoints.subjects.podgroups])]
+        except NatsTimeoutError:
+            return answered, False
+        return answered, True
+
+
+def test_a_tenant_hears_its_answer_on_its_own_subject_and_cannot_read_the_others(system, tmp_path):
+    # A tenant just added may wait for the server to finish reloading its users.
+    submit_as(system, "team-a", pod_file(tmp_path, "warm-a"))
+    answered, read_podgroups = run(submit_and_hear(system, "team-a", pod_file(tmp_path, "heard-a")))
+    assert (answered.jobs, answered.error) == (["heard-a"], "")
+    assert not read_podgroups
+    refused, _ = run(submit_and_hear(system, "team-a", pod_file(tmp_path, "stray-a", queue="qb")))
+    assert (refused.jobs, refused.field) == ([], "queue")
 
 
 def test_a_tenants_mistyped_queue_is_refused_at_the_door_with_its_own_queue_meant(system, tmp_path):
@@ -129,7 +156,14 @@ def test_a_submission_naming_another_queue_than_its_subjects_is_rejected(system,
 def test_squatting_another_tenants_job_name_is_rejected_and_their_job_is_untouched(system, tmp_path):
     submit_as(system, "team-b", pod_file(tmp_path, "train-b"))
     answer(system, PodGroupCreated, name="train-b", owner="team-b")
-    submit_as(system, "team-a", pod_file(tmp_path, "train-b", queue="qa"))
+    path = pod_file(tmp_path, "train-b", queue="qa")
+    # The tenant hears the rejection on its own subject: `muster submit` exits 1 with it.
+    heard = wait_for(
+        lambda: (r := muster(system, "submit", "--tenant", "team-a", "-f", path, check=False)).returncode == 1 and r,
+        timeout=20,
+        what="team-a's squatting submission refused",
+    )  # fmt: skip
+    assert "was rejected: metadata.name: job name train-b is taken" in heard.stderr
     rejected = answer(system, WorkloadRejected, field="metadata.name")
     assert "train-b" in rejected.error
     created = [e for e in run(podgroups(system)) if getattr(e, "name", None) == "train-b"]
@@ -172,7 +206,7 @@ def test_a_removed_tenant_can_no_longer_log_in(system, tmp_path):
         try:
             bus = await NatsBus.connect(
                 system.endpoints.nats_url, system.endpoints.subjects, service="test",
-                credentials=NatsCredentials(login.user, login.password),
+                credentials=NatsCredentials(login.user, login.password), ensure_stream=False,
             )  # fmt: skip
         except NatsLoginRefused:
             return False

@@ -19,6 +19,7 @@ from muster.runtime.security import (
     make_tls,
 )
 from muster.subjects import Subjects
+from muster.tenants import nats_user
 
 SUBJECTS = Subjects("muster")
 
@@ -63,9 +64,12 @@ class LoginsServer:
         return self.logins.get(who) or NatsCredentials(who, self.passwords[who])
 
     async def bus(self, who: str) -> NatsBus:
+        login = self.login(who)
         bus = await NatsBus.connect(
-            self.server.url, SUBJECTS, service=f"test-{who}", credentials=self.login(who)
-        )
+            self.server.url, SUBJECTS, service=f"test-{who}", credentials=login,
+            # A tenant may not ask about the stream (it reads its own subjects only).
+            ensure_stream=not login.user.startswith(nats_user("")),
+        )  # fmt: skip
         bus.js._timeout = 1.0  # a refused publish gets no answer: wait briefly
         bus.publish_patience = 0.0
         return bus

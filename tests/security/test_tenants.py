@@ -78,15 +78,6 @@ async def test_a_tenant_may_not_publish_anywhere_else(secured, subject, events):
     assert await stored(secured, subject) == before
 
 
-async def test_a_tenant_may_read_the_stream_to_see_its_answers(secured):
-    bus = await secured.bus("team-a")
-    try:
-        assert bus.nc.new_inbox().startswith("_INBOX.tenant-team-a.")
-        assert [d async for d in bus.read([SUBJECTS.podgroups])] == []
-    finally:
-        await bus.close()
-
-
 async def test_a_tenant_may_not_take_over_a_services_durable_consumer(secured):
     errors: list[str] = []
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import copy
 import functools
 import logging
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
@@ -159,11 +161,14 @@ class NatsBus(EnvelopePublisher):
         *,
         service: str = "muster",
         credentials: NatsCredentials | None = None,
+        ensure_stream: bool = True,
     ) -> NatsBus:
         """Connect and make sure the stream exists.
 
         Without ``credentials``, the login comes from the environment or the
         home's client file (``muster.runtime.security.nats_credentials``).
+        ``ensure_stream=False``: leave the stream alone, for a login that may
+        not even ask about it (a tenant's).
         """
         if credentials is None:
             credentials = nats_credentials(url, service=service)
@@ -199,7 +204,8 @@ class NatsBus(EnvelopePublisher):
             raise NatsLoginRefused(f"the NATS server at {_without_login(url)} refused {who}")
         nc = connecting.result()
         bus = cls(nc, subjects, service=service)
-        await bus._patiently(bus.ensure_stream)
+        if ensure_stream:
+            await bus._patiently(bus.ensure_stream)
         return bus
 
     async def close(self) -> None:
@@ -284,7 +290,8 @@ class NatsBus(EnvelopePublisher):
     async def _holds(self, seq: int, subject: str, data: bytes) -> bool:
         """Whether the stream's message ``seq`` is ``data`` on ``subject`` (False when it cannot tell)."""
         try:
-            async with contextlib.aclosing(self.read(start_seq=seq, end_seq=seq)) as stored:
+            # Read on ``subject`` only: a login may be allowed to read no more than it publishes to.
+            async with contextlib.aclosing(self.read([subject], start_seq=seq, end_seq=seq)) as stored:
                 async for delivery in stored:
                     return (delivery.seq, delivery.subject, delivery.data) == (seq, subject, data)
         except UNANSWERED:
@@ -580,13 +587,14 @@ class NatsBus(EnvelopePublisher):
     async def read(
         self, subjects: Sequence[str] = (), *, start_seq: int = 1, end_seq: int | None = None
     ) -> AsyncIterator[Delivery]:
-        """Every message from ``start_seq`` to ``end_seq`` (default: the stream's current end), in order
-        (for replay and audits)."""
-        end = await self.last_seq()
-        if end_seq is not None:
-            end = min(end, end_seq)
+        """Every message from ``start_seq`` to ``end_seq`` (default: the stream's end when the read
+        began) on ``subjects`` (default: all), in order (for replay, audits, and clients' answers).
+
+        One subject is filtered by the server: the consumer is created with that filter in its API
+        subject, the only form a login that may read some subjects only (a tenant's) is allowed.
+        """
         start_seq = max(start_seq, 1)
-        if end < start_seq:
+        if end_seq is not None and end_seq < start_seq:
             return
         # Delivered through a callback into a queue: awaiting ``next_msg`` once per message costs a
         # task and a timer each, several times the cost of the message itself.
@@ -597,15 +605,35 @@ class NatsBus(EnvelopePublisher):
             arrived.append(msg)
             wake.set()
 
-        sub = await self.js.subscribe(
-            self.subjects.all,
-            cb=arrive,
-            ordered_consumer=True,
+        only = subjects[0] if len(subjects) == 1 else None
+        config = api.ConsumerConfig(
+            # Named, so that the create request carries its filter; a random name no one can guess.
+            name=f"read-{secrets.token_hex(8)}",
+            filter_subject=only or self.subjects.all,
+            deliver_subject=self.nc.new_inbox(),
             deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-            config=api.ConsumerConfig(opt_start_seq=start_seq),
+            opt_start_seq=start_seq,
+            ack_policy=api.AckPolicy.NONE,
+            max_deliver=1,
+            flow_control=True,
+            idle_heartbeat=5.0,
+            mem_storage=True,
+            num_replicas=1,
+            inactive_threshold=5.0,
+        )
+        # What the consumer has to deliver when made: the read ends there (or at ``end_seq``).
+        remaining = (await self.js.add_consumer(self.subjects.stream, config)).num_pending
+        if not remaining:
+            return
+        # A gap (a server restart) makes the client create the consumer again from its copy of the
+        # config: under a name of its own, as the first one's is still taken.
+        again = copy.copy(config)
+        again.name = f"read-{secrets.token_hex(8)}"
+        sub = await self.js.subscribe_bind(
+            self.subjects.stream, again, config.name, cb=arrive, ordered_consumer=True
         )
         try:
-            while True:
+            while remaining:
                 if not arrived:
                     wake.clear()
                     try:
@@ -616,8 +644,11 @@ class NatsBus(EnvelopePublisher):
                 msg = arrived.popleft()
                 if not _from_stream(msg):
                     continue
+                remaining -= 1
                 seq = msg.metadata.sequence.stream
-                if not subjects or any(subject_matches(p, msg.subject) for p in subjects):
+                if end_seq is not None and seq > end_seq:
+                    return
+                if only or not subjects or any(subject_matches(p, msg.subject) for p in subjects):
                     try:
                         events = admit(self.subjects, msg.subject, msg.data)
                     except Refused:
@@ -629,7 +660,7 @@ class NatsBus(EnvelopePublisher):
                         headers=dict(msg.headers or {}),
                         data=msg.data,
                     )
-                if seq >= end:
+                if end_seq is not None and seq >= end_seq:
                     return
         finally:
             await sub.unsubscribe()

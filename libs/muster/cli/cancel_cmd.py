@@ -34,9 +34,11 @@ def _run(args: argparse.Namespace) -> int:
             try:
                 return await client.cancel(args.job)
             except CancelError as exc:
-                # Only the jobs this login may cancel are offered: a tenant's own.
-                owner = None if client.tenant is None else client.tenant.tenant
-                known = await job_names(client.bus, live=True, owner=owner)
+                # Only the jobs this login may cancel are offered: a tenant's own, which it knows from
+                # its answers (it reads nothing else).
+                known = await (
+                    job_names(client.bus, live=True) if client.tenant is None else client.own_jobs()
+                )
                 fail(f"{exc}{did_you_mean(args.job, known)}", CHECK_FAILED)
 
     try:

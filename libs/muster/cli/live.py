@@ -35,13 +35,12 @@ async def _restore_queue_book(bus: NatsBus, fold: QueueBook, first_seq: int) -> 
     return 1 if meta is None else meta.seq + 1
 
 
-async def live_queues(bus: NatsBus, *, snapshots: bool = True) -> frozenset[str] | None:
+async def live_queues(bus: NatsBus) -> frozenset[str] | None:
     """The names of the queues the system has now; None when that cannot be known: the stream has
-    purged its oldest messages and no snapshot of the controller's book (``snapshots`` says whether
-    this login may read them) covers what went."""
+    purged its oldest messages and no snapshot of the controller's book covers what went."""
     fold = QueueBook()
     first_seq = await bus.first_seq()
-    start = await _restore_queue_book(bus, fold, first_seq) if snapshots else 1
+    start = await _restore_queue_book(bus, fold, first_seq)
     if start < first_seq:
         return None
     async for delivery in bus.read([bus.subjects.queues], start_seq=start):
@@ -50,16 +49,15 @@ async def live_queues(bus: NatsBus, *, snapshots: bool = True) -> frozenset[str]
     return frozenset(fold.book)
 
 
-async def job_names(bus: NatsBus, *, live: bool = False, owner: str | None = None) -> list[str]:
-    """Names of the jobs the log has created: with ``live``, only those not deleted since; with
-    ``owner``, only that tenant's ('' for the system's own logins)."""
-    owners: dict[str, str] = {}
-    for_ever: dict[str, str] = {}
+async def job_names(bus: NatsBus, *, live: bool = False) -> list[str]:
+    """Names of the jobs the log has created: with ``live``, only those not deleted since."""
+    alive: set[str] = set()
+    for_ever: set[str] = set()
     async for delivery in bus.read([bus.subjects.podgroups]):
         for event in delivery.events:
             if isinstance(event, PodGroupCreated):
-                owners[event.name] = for_ever[event.name] = event.owner
+                alive.add(event.name)
+                for_ever.add(event.name)
             elif isinstance(event, PodGroupDeleted):
-                owners.pop(event.name, None)
-    chosen = owners if live else for_ever
-    return sorted(name for name, who in chosen.items() if owner is None or who == owner)
+                alive.discard(event.name)
+    return sorted(alive if live else for_ever)

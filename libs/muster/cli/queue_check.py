@@ -61,9 +61,11 @@ def note_unchecked(queues: Iterable[str], live: Collection[str] | None) -> None:
 
 
 async def known_queues(client: Client) -> frozenset[str] | None:
-    """The queues the system at ``client`` has; None when they cannot be known (see ``live_queues``)."""
-    # A tenant may read the stream but not the controller's snapshots.
-    return await live_queues(client.bus, snapshots=client.tenant is None)
+    """The queues the system at ``client`` has; None when they cannot be known (see ``live_queues``),
+    or the client may not know them: a tenant reads only its own subjects, and knows its own queues."""
+    if client.tenant is not None:
+        return None
+    return await live_queues(client.bus)
 
 
 async def check_queues(client: Client, queues: Iterable[str]) -> None:

@@ -90,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from muster.cli.queue_check import check_queues
+    from muster.cli.submit_cmd import submit_and_hear
     from muster.grouping.command_job import manifest
     from muster.grouping.errors import ManifestError
     from muster.grouping.group import group_manifests
@@ -119,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
             await check_queues(client, [group.queue])
             # A tenant's queue is its subject's; the system's logins leave it to the manifest.
             queue = group.queue if client.tenant is not None else None
-            return await client.submit([doc], queue=queue, uid=workload_uid([doc]))
+            return await submit_and_hear(client, [doc], queue=queue, uid=workload_uid([doc]))
 
     try:
         uid = asyncio.run(send())

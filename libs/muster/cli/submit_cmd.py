@@ -23,6 +23,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run)
 
 
+async def submit_and_hear(client, docs: list, *, queue: str | None, uid: str) -> str:
+    """Submit ``docs``; as a tenant, wait for the podgrouper's answer (``SubmitError`` if rejected).
+
+    No answer in time is said on stderr, not failed: the submission is stored and is answered once
+    the podgrouper runs."""
+    import sys
+
+    from muster.sdk import ANSWER_WAIT
+
+    wait = ANSWER_WAIT if client.tenant is not None else None
+    try:
+        return await client.submit(docs, queue=queue, uid=uid, answer_within=wait)
+    except TimeoutError as exc:
+        print(f"note: {exc}; the submission is stored and will be answered", file=sys.stderr)
+        return uid
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -57,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
                 wanted.append(tenant.queue_for(queue))
             refuse_unknown_queues(wanted, live, tenant=tenant)
             note_unchecked(wanted, live)
-            return await client.submit(docs, queue=queue, uid=workload_uid(docs))
+            return await submit_and_hear(client, docs, queue=queue, uid=workload_uid(docs))
         finally:
             await client.close()
 

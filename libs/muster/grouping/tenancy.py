@@ -16,8 +16,10 @@ from muster.events import (
     Event,
     PodGroupCreated,
     PodGroupDeleted,
+    RequestAnswered,
     WorkloadRejected,
     WorkloadSubmitted,
+    event_type,
 )
 from muster.grouping.submission import group_submission
 from muster.queues.default import DEFAULT_QUEUE
@@ -82,3 +84,16 @@ def decide_cancel(owners: Owners, tenant: str, request: CancelRequested) -> list
     return [
         CancelRefused(uid=request.uid, job=request.job, error=f"tenant {tenant} has no job {request.job}")
     ]
+
+
+def answer(request: WorkloadSubmitted | CancelRequested, decided: list[Event]) -> RequestAnswered:
+    """What the tenant hears of its ``request``, given the events ``decided`` for it: the jobs made or
+    deleted, or the refusal's reason, and nothing of the manifests (the tenant sent them)."""
+    jobs = [e.name for e in decided if isinstance(e, PodGroupCreated | PodGroupDeleted)]
+    error, field = "", ""
+    for event in decided:
+        if isinstance(event, WorkloadRejected | CancelRefused):
+            error, field = event.error, getattr(event, "field", "")
+    return RequestAnswered(
+        request=event_type(request), uid=request.uid, jobs=[] if error else jobs, error=error, field=field
+    )

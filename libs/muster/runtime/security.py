@@ -49,6 +49,9 @@ SERVICE_USERS = {
 CLIENT_USERS = ("cli", "agent", "framework")
 NATS_USERS = (*SERVICE_USERS.values(), *CLIENT_USERS)
 
+# The services' durable consumers (``NatsBus.consume``), by name: no tenant may create or change one.
+DURABLE_CONSUMERS = ("podgrouper", "podgrouper-tenants", "queue-controller")
+
 PG_WRITER = "muster_projector"
 PG_READER = "muster_reader"
 PG_SUPERUSER = "postgres"
@@ -73,6 +76,8 @@ class Permissions:
     subscribe: tuple[str, ...]
     allow_responses: bool = False
     """May answer a request it received, on the requester's reply subject, once."""
+    publish_deny: tuple[str, ...] = ()
+    """Subjects refused even where ``publish`` allows them."""
 
 
 def inbox_prefix(user: str) -> str:
@@ -162,7 +167,7 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             s.queues,
             *_snapshot_store(stream, write=True, owner="queue-controller"),
         ),
-        "podgrouper": (*consumer, s.podgroups),
+        "podgrouper": (*consumer, s.podgroups, s.answers()),
         "allocator": (
             *consumer,
             s.decisions(">"),
@@ -229,26 +234,36 @@ def agent_permissions(prefix: str, node: str) -> Permissions:
     )
 
 
-def tenant_permissions(prefix: str, tenant: str, queues: Sequence[str]) -> Permissions:
-    """A tenant's allow lists: submit and cancel on its own queues' subjects, read the stream.
+def tenant_read_subjects(prefix: str, tenant: str, queues: Sequence[str]) -> tuple[str, ...]:
+    """The subjects a tenant may read: its answers, and its own queues' requests (to compare a resent
+    request with what the stream holds under its id)."""
+    s = Subjects(prefix)
+    return (s.answers(tenant), *(s.tenant_workloads(tenant, q) for q in queues))
 
-    Reading is what ``muster cancel`` needs to see its answer; it shows every
-    tenant's jobs, as it does the CLI's (no confidentiality between tenants).
+
+def tenant_permissions(prefix: str, tenant: str, queues: Sequence[str]) -> Permissions:
+    """A tenant's allow lists: submit and cancel on its own queues' subjects, read only its own subjects.
+
+    A tenant reads through ephemeral consumers filtered to one of ``tenant_read_subjects``: the server
+    takes the filter from the API subject it is asked on (``CONSUMER.CREATE.<stream>.<name>.<filter>``)
+    and refuses a request whose consumer filters otherwise. No unfiltered consumer, no durable one, no
+    stream or consumer info, no direct reads by sequence: nothing of another tenant's reaches it.
     """
     s = Subjects(prefix)
     user = f"tenant-{tenant}"
-    # An ordered (ephemeral, unnamed) consumer only: no durable consumer a tenant could leave behind
-    # or name after a service's, and no acks.
     reader = (
-        "$JS.API.INFO",
-        f"$JS.API.STREAM.INFO.{s.stream}",
-        "$JS.API.STREAM.NAMES",
-        f"$JS.API.CONSUMER.CREATE.{s.stream}",
+        *(
+            f"$JS.API.CONSUMER.CREATE.{s.stream}.*.{subject}"
+            for subject in tenant_read_subjects(prefix, tenant, queues)
+        ),
         f"$JS.FC.{s.stream}.>",
     )
     return Permissions(
         publish=(*reader, *(s.tenant_workloads(tenant, q) for q in queues)),
         subscribe=(f"{inbox_prefix(user)}.>",),
+        # The create API updates a consumer that exists: naming a service's durable one would
+        # re-filter it to the tenant's subject and starve the service.
+        publish_deny=tuple(f"$JS.API.CONSUMER.CREATE.{s.stream}.{name}.>" for name in DURABLE_CONSUMERS),
     )
 
 
@@ -266,9 +281,10 @@ def render_permissions(permissions: Permissions, indent: str = "") -> str:
     """The ``permissions`` map of one user, in nats.conf syntax."""
     deeper = indent + "  "
     responses = f"{deeper}allow_responses: true\n" if permissions.allow_responses else ""
+    deny = f", deny: {_list(permissions.publish_deny, deeper)}" if permissions.publish_deny else ""
     return (
         "{\n"
-        f"{deeper}publish: {{ allow: {_list(permissions.publish, deeper)} }}\n"
+        f"{deeper}publish: {{ allow: {_list(permissions.publish, deeper)}{deny} }}\n"
         f"{deeper}subscribe: {{ allow: {_list(permissions.subscribe, deeper)} }}\n"
         f"{responses}"
         f"{indent}}}"

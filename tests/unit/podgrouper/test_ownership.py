@@ -10,7 +10,7 @@ from muster.events import (
     WorkloadRejected,
     WorkloadSubmitted,
 )
-from muster.grouping.tenancy import Owners, decide_cancel, decide_submission
+from muster.grouping.tenancy import Owners, answer, decide_cancel, decide_submission
 
 
 def pod(name: str, queue: str | None = None) -> dict:
@@ -133,3 +133,38 @@ def test_a_refusal_reads_the_same_whether_or_not_the_job_exists():
     [other] = decide_cancel(held_by("team-b"), "team-a", cancel())
     [missing] = decide_cancel(Owners(), "team-a", cancel())
     assert other == missing
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+
+def test_a_submission_is_answered_with_the_jobs_it_made_and_no_manifest():
+    request = submission(pod("train"))
+    answered = answer(request, decide_submission(Owners(), "team-a", "qa", request))
+    assert (answered.request, answered.uid, answered.jobs, answered.error) == (
+        "WorkloadSubmitted", "u1", ["train"], ""
+    )  # fmt: skip
+
+
+def test_a_rejected_submission_is_answered_with_the_reason_and_field():
+    request = submission(pod("train", queue="qb"))
+    answered = answer(request, decide_submission(Owners(), "team-a", "qa", request))
+    assert (answered.jobs, answered.field) == ([], "queue")
+    assert "'qb'" in answered.error
+
+
+def test_a_cancel_is_answered_with_the_job_it_deleted():
+    request = CancelRequested(uid="c1", job="train")
+    answered = answer(request, decide_cancel(held_by("team-a"), "team-a", request))
+    assert (answered.request, answered.uid, answered.jobs, answered.error) == (
+        "CancelRequested",
+        "c1",
+        ["train"],
+        "",
+    )
+
+
+def test_a_refused_cancel_is_answered_as_refused_without_naming_the_owner():
+    request = CancelRequested(uid="c1", job="train")
+    answered = answer(request, decide_cancel(held_by("team-b"), "team-a", request))
+    assert answered.jobs == [] and answered.error == "tenant team-a has no job train"
