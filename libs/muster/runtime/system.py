@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -353,13 +354,22 @@ def sigterm_stops() -> Iterator[None]:
     every ``finally`` (logins left in the home, servers left to die with their parent)."""
 
     def _raise(*_):
+        _TERM_REQUESTED.set()
         raise StopRequested()
 
+    _TERM_REQUESTED.clear()
     previous = signal.signal(signal.SIGTERM, _raise)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _TERM_REQUESTED.clear()
+
+
+_TERM_REQUESTED = threading.Event()
+"""A SIGTERM arrived under ``sigterm_stops``. Its exception can be swallowed where Python ignores
+exceptions (a fork handler releasing the logging lock as a service process is started prints
+"Exception ignored" and goes on), so ``wait_until_interrupted`` reads this too and stops at once."""
 
 
 def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float = MAX_DELAY) -> None:
@@ -381,6 +391,9 @@ def wait_until_interrupted(system: System, poll: float = 0.5, max_backoff: float
     def _stop(*_):
         nonlocal stopping
         stopping = True
+
+    if _TERM_REQUESTED.is_set():
+        return
 
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
