@@ -64,7 +64,7 @@ def _with_secrets(args: argparse.Namespace, act):
 
     from muster.sdk import Client
     from muster.secret_names import SecretError
-    from muster.secrets_store import OwnSecrets
+    from muster.secrets_store import OwnSecrets, ensure_bucket
     from muster.tenants import TenantError
 
     endpoints = running_endpoints()
@@ -72,6 +72,9 @@ def _with_secrets(args: argparse.Namespace, act):
     async def go():
         async with await Client.connect(endpoints, tenant=args.tenant) as client:
             owner = client.tenant.tenant if client.tenant is not None else ""
+            if not owner:
+                # Where no `muster up` made the bucket (deploy/k8s), the system's login makes it.
+                await ensure_bucket(client.bus.js, endpoints.subjects.stream)
             return await act(OwnSecrets(client.bus.nc, endpoints.subjects.stream, owner))
 
     try:
@@ -79,7 +82,11 @@ def _with_secrets(args: argparse.Namespace, act):
     except (TenantError, SecretError) as exc:
         fail(str(exc))
     except NoRespondersError:
-        fail("the system has no secret store yet: `muster up` makes one when it starts", CHECK_FAILED)
+        fail(
+            "the system has no secret store yet: `muster up` makes one as it starts, as does any"
+            " `muster secret` of the system's own login",
+            CHECK_FAILED,
+        )
     except NatsTimeout:
         fail("the secret store did not answer (is this login allowed to keep secrets?)", CHECK_FAILED)
 

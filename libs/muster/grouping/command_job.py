@@ -111,8 +111,8 @@ def _environment(spec: CommandSpec, where: str) -> tuple[dict[str, str], list[Se
     refs: list[SecretEnv] = []
     for i, entry in enumerate(spec.env):
         path = f"{where}.env[{i}]"
-        if not entry.name:
-            raise ManifestError(f"{path}.name", "must not be empty")
+        if not entry.name or "=" in entry.name or "\0" in entry.name:
+            raise ManifestError(f"{path}.name", "must be a variable's name: not empty, no '=' or NUL")
         if entry.name in values or any(ref.name == entry.name for ref in refs):
             raise ManifestError(f"{path}.name", f"{entry.name} is set twice")
         if (entry.value is None) == (entry.secret is None):

@@ -17,7 +17,7 @@ from muster import pod_constraints
 from muster.events import NodeSelectorTerm, PodSpec, Resources, SecretEnv, Toleration
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_list, get_map, get_str, join, string_map
-from muster.grouping.secret_env import secret_env
+from muster.grouping.secret_env import pod_secret_env
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, whole_count
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -193,7 +193,7 @@ def build_pod_spec(
         meta_path=meta_path,
         tolerations=tolerations,
         node_affinity=node_affinity,
-        secret_env=secret_env(spec, path),
+        secret_env=pod_secret_env(spec, path),
     )
 
 

@@ -11,6 +11,7 @@ muster's secrets are single values, named one by one).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from muster.events import SecretEnv
@@ -22,29 +23,35 @@ from muster.secret_names import SecretError, check_name, key_ref_name
 _KINDS = ("initContainers", "containers")
 
 
-def secret_env(spec: dict[str, Any], path: str) -> list[SecretEnv]:
-    """Every ``secretKeyRef`` variable of the pod spec at ``path``'s containers, in order.
+def pod_secret_env(spec: dict[str, Any], path: str) -> list[SecretEnv]:
+    """Every ``secretKeyRef`` variable of the containers (init containers first) of the pod spec at ``path``."""
+    return secret_env(
+        (as_map(item, join(join(path, kind), i)), join(join(path, kind), i))
+        for kind in _KINDS
+        for i, item in enumerate(get_list(spec, kind, path))
+    )
+
+
+def secret_env(containers: Iterable[tuple[dict[str, Any], str]]) -> list[SecretEnv]:
+    """Every ``secretKeyRef`` variable of the (container, path) pairs, in order.
 
     One pod has one set of references: two containers setting one variable from two secrets are refused.
     """
     found: dict[str, SecretEnv] = {}
-    for kind in _KINDS:
-        for i, item in enumerate(get_list(spec, kind, path)):
-            cpath = join(join(path, kind), i)
-            container = as_map(item, cpath)
-            _refuse_secret_sources(container, cpath)
-            for j, entry in enumerate(get_list(container, "env", cpath)):
-                epath = join(join(cpath, "env"), j)
-                ref = _reference(as_map(entry, epath), epath)
-                if ref is None:
-                    continue
-                if ref.name in found and found[ref.name] != ref:
-                    raise ManifestError(
-                        join(epath, "name"),
-                        f"{ref.name} is set from secret {found[ref.name].secret} by another container;"
-                        " muster gives a pod's containers one set of secret variables",
-                    )
-                found[ref.name] = ref
+    for container, cpath in containers:
+        _refuse_secret_sources(container, cpath)
+        for j, entry in enumerate(get_list(container, "env", cpath)):
+            epath = join(join(cpath, "env"), j)
+            ref = _reference(as_map(entry, epath), epath)
+            if ref is None:
+                continue
+            if ref.name in found and found[ref.name] != ref:
+                raise ManifestError(
+                    join(epath, "name"),
+                    f"{ref.name} is set from secret {found[ref.name].secret} by another container;"
+                    " muster gives a pod's containers one set of secret variables",
+                )
+            found[ref.name] = ref
     return list(found.values())
 
 

@@ -57,6 +57,7 @@ def test_a_literal_value_is_a_value_however_secret_it_looks():
         ([{"name": "T", "secret": "Not_A_Name"}], "spec.env[0].secret"),
         ([{"name": "T", "value": "v"}, {"name": "T", "secret": "s"}], "spec.env[1].name"),
         ([{"name": "", "secret": "s"}], "spec.env[0].name"),
+        ([{"name": "A=B", "secret": "s"}], "spec.env[0].name"),
     ],
 )
 def test_a_bad_env_entry_is_refused_naming_its_field(env, path):
@@ -168,3 +169,15 @@ def test_a_value_from_a_file_is_taken_byte_for_byte(tmp_path):
 def test_a_piped_value_loses_the_one_newline_echo_adds(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"s3cret\n")))
     assert read_value("t", None) == b"s3cret"
+
+
+def test_an_argo_templates_secret_key_ref_is_a_reference_too():
+    template = {"name": "main", "container": {"image": "i", "env": [{"name": "PW", **from_secret("db", "pw")}]}}
+    doc = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "wf"},
+        "spec": {"entrypoint": "main", "templates": [template]},
+    }
+    pods = [p for group in group_manifests([doc], uid="u") for p in group.pods]
+    assert pods and all(p.secret_env == [ev.SecretEnv(name="PW", secret="db/pw")] for p in pods)
