@@ -139,9 +139,8 @@ async def resolve(kv: KeyValue | None, owner: str, refs: Iterable[SecretEnv]) ->
     """
     values: dict[str, str] = {}
     for ref in refs:
-        if refusal(ref.secret) is not None:
-            raise MissingSecret(ref.name, ref.secret, owner)
-        if kv is None:
+        # No bucket yet, or a name no door lets through: either way, no such secret.
+        if kv is None or refusal(ref.secret) is not None:
             raise MissingSecret(ref.name, ref.secret, owner)
         try:
             entry = await kv.get(f"{space(owner)}.{ref.secret}")

@@ -1,5 +1,5 @@
-"""Tenants' secrets, tried as an attacker would: each tenant writes and lists its own space only, reads
-no value, and its jobs can name only its own secrets; agents read what the pods they start need."""
+"""Tenants' secrets, tried as an attacker would: each tenant writes and lists its own space only, fetches
+no value by name, and its jobs can name only its own secrets; agents read what the pods they start need."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ async def test_a_tenant_may_not_list_another_tenants_secrets(secured):
 
 
 @pytest.mark.parametrize("space", ["team-a", "team-b"])
-async def test_a_tenant_may_not_read_a_value_even_its_own(secured, space):
+async def test_a_tenant_may_not_fetch_a_value_by_its_name(secured, space):
     await as_owner(secured, space, lambda s: s.set("readable", b"v"))
     bus = await secured.bus("team-a")
     try:

@@ -172,7 +172,10 @@ def test_a_piped_value_loses_the_one_newline_echo_adds(monkeypatch):
 
 
 def test_an_argo_templates_secret_key_ref_is_a_reference_too():
-    template = {"name": "main", "container": {"image": "i", "env": [{"name": "PW", **from_secret("db", "pw")}]}}
+    template = {
+        "name": "main",
+        "container": {"image": "i", "env": [{"name": "PW", **from_secret("db", "pw")}]},
+    }
     doc = {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Workflow",
