@@ -108,7 +108,10 @@ def test_a_pod_whose_secret_is_missing_fails_naming_the_variable_and_the_secret(
     queues(system, "team")
     agents.start("node-a", 1)
     registered(system, "node-a")
-    job = run_probe(system, pod_out, "--secret-env", "PROBE_EXTRA=no-such-secret")
+    submitted = muster(system, "run", "--json", "--queue", "team", "--secret-env", "PROBE_EXTRA=no-such-secret",
+                       "--", POD_PYTHON, PROBE, str(pod_out), "0")  # fmt: skip
+    assert "secret 'no-such-secret' (PROBE_EXTRA) is not set" in submitted.stderr
+    job = json.loads(submitted.stdout)["job"]
 
     (failed,) = wait_for(
         lambda: [e for _, e in events(system) if isinstance(e, ev.PodFailed) and e.job == job],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -120,6 +121,24 @@ def build_spec(args: argparse.Namespace, command: list[str]) -> dict:
     return spec
 
 
+async def note_missing_secrets(client, refs) -> None:
+    """Say on stderr which named secrets the submitter does not have yet: not refused, since one set
+    before the pod starts is the one read, but a pod that starts without it fails."""
+    if not refs:
+        return
+    from muster.secrets_store import OwnSecrets
+
+    owner = client.tenant.tenant if client.tenant is not None else ""
+    have = set(await OwnSecrets(client.bus.nc, client.bus.subjects.stream, owner).names())
+    for ref in refs:
+        if ref.secret not in have:
+            print(
+                f"note: secret {ref.secret!r} ({ref.name}) is not set (muster secret set {ref.secret});"
+                " a pod that starts without it fails",
+                file=sys.stderr,
+            )
+
+
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -151,6 +170,7 @@ def _run(args: argparse.Namespace) -> int:
     async def send() -> str:
         async with await Client.connect(endpoints, tenant=args.tenant) as client:
             await check_queues(client, [group.queue])
+            await note_missing_secrets(client, group.pods[0].secret_env)
             # A tenant's queue is its subject's; the system's logins leave it to the manifest.
             queue = group.queue if client.tenant is not None else None
             return await client.submit([doc], queue=queue, uid=workload_uid([doc]))
