@@ -96,3 +96,18 @@ def test_a_tenants_job_naming_a_secret_only_another_tenant_has_fails(system, pod
     )
     assert "only-b" in failed.reason and "tenant team-a" in failed.reason
     assert read_json_lines(pod_out / "events.jsonl") == []
+
+
+def test_a_tenant_lists_and_removes_its_own_secrets_by_name(system):
+    set_secret(system, "team-a", "short-lived", "v")
+    set_secret(system, "team-b", "of-team-b", "v")
+    listed = json.loads(muster(system, "secret", "list", "--tenant", "team-a", "--json").stdout)["secrets"]
+    assert "short-lived" in listed and "of-team-b" not in listed
+
+    muster(system, "secret", "remove", "--tenant", "team-a", "short-lived")
+    assert "short-lived" not in muster(system, "secret", "list", "--tenant", "team-a").stdout.split()
+    again = muster(system, "secret", "remove", "--tenant", "team-a", "short-lived", check=False)
+    assert again.returncode != 0 and "no secret short-lived" in again.stderr
+    refused = muster(system, "secret", "remove", "--tenant", "team-a", "of-team-b", check=False)
+    assert refused.returncode != 0  # another team's name is no secret of team-a's
+    assert "of-team-b" in muster(system, "secret", "list", "--tenant", "team-b").stdout.split()
