@@ -141,6 +141,16 @@ class NodeSelectorTerm(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """On node fields: ``metadata.name`` only."""
 
 
+class SecretEnv(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An environment variable whose value is a secret (``muster.secrets_store``): the log holds only
+    the secret's name, and the agent that starts the pod reads its value, from its owner's secrets."""
+
+    name: str
+    """The variable."""
+    secret: str
+    """The secret's name (``NAME`` or ``NAME/KEY``), among the secrets of the group's owner."""
+
+
 class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``count`` identical pods of one role in a gang."""
 
@@ -156,6 +166,9 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     env: dict[str, str] = {}
     """Environment of the command: on top of a clean one (PATH, HOME, USER, LOGNAME),
     never the agent's; muster's own variables (RANK, CUDA_VISIBLE_DEVICES...) win."""
+    secret_env: list[SecretEnv] = []
+    """Variables set from secrets when the pod starts: references, never values. A pod whose secret is
+    missing fails without starting. ``env`` holds none of their names."""
     workdir: str | None = None
     """Working directory of the command (None: the agent's)."""
     grace_period: float | None = None

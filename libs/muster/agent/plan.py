@@ -168,6 +168,9 @@ class Local:
     """Set once the process has ended; negative -N: killed by signal N."""
     last_words: str = ""
     """The last line the process wrote to its log, once it has ended: what a failure says of itself."""
+    refused: str = ""
+    """Why the agent did not start it at all (a secret it names is missing): the failure's reason, with
+    no process and no exit status. Set with a non-zero ``exit_code``, so it counts as ended."""
     stopping: bool = False
     requeue: bool = False
     """It ended for a reason not its own (the agent restarted without seeing its end, or
@@ -277,6 +280,9 @@ def decide(log: NodeLog, local: dict[PodKey, Local], *, clock: float, default_gr
             out.append(Forget(key))
         elif phase == "releasing" or placement.deleted or proc.requeue:
             out.append(Report(_evicted(bind, node), placement.seq))
+        elif proc.refused:
+            # Never started: failed, never bound, as a pod with nothing to run is.
+            out.append(Report(_failed(bind, node, None, proc.refused, clock), placement.seq))
         elif phase == "binding":
             out.append(Report(_bound(bind, node, clock), placement.seq))
         elif proc.exit_code == 0:

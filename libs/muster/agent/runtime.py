@@ -20,11 +20,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nats.js.kv import KeyValue
+
 from muster import events as ev
-from muster import snapshotting
+from muster import secrets_store, snapshotting
 from muster.agent import logs
 from muster.agent.machine import ADDRESS_LABEL
-from muster.agent.plan import Forget, Local, NodeLog, PodKey, Report, Start, Stop, decide
+from muster.agent.plan import Forget, Local, NodeLog, PodKey, PodRun, Report, Start, Stop, decide
 from muster.agent.procs import Processes, alive, master_port, pod_env
 from muster.agent.sandbox import PodFolders, RunAs, default_pods_dir
 from muster.agent.snapshot import AgentCodec
@@ -89,6 +91,8 @@ class Agent:
         self.boot = time.time_ns()
         self.watermark = 0
         """The stream sequence of the last message folded."""
+        self.secrets: KeyValue | None = None
+        """The secret store, once it exists (``muster.secrets_store``)."""
 
     # -- the log ------------------------------------------------------------------------------
 
@@ -155,11 +159,20 @@ class Agent:
         variables = pod_env(run, list(bind.gpus), bind.gpu_share, self.node, (master, master_port(bind.job)))
         local = Local(key=key, seq=action.seq, gpus=tuple(bind.gpus), share=bind.gpu_share)
         try:
+            secret_values = await self._secret_values(run)
+        except secrets_store.MissingSecret as exc:
+            # Started without the variable, a program would run on without its credentials, or worse.
+            why = f"not started: {exc}"
+            log.warning("%s pod %d %s", key[0], key[1], why)
+            self._note_in_log(key, f"muster agent: {why}\n", owner=run.owner)
+            self.local[key] = dataclasses.replace(local, exit_code=127, refused=why)
+            return
+        try:
             await self.procs.start(
                 key,
                 action.seq,
                 list(run.spec.command),
-                dict(run.spec.env),
+                {**run.spec.env, **secret_values},
                 variables,
                 run.spec.workdir,
                 list(bind.gpus),
@@ -175,11 +188,19 @@ class Agent:
         self.local[key] = local
         self._watch(key)
 
-    def _note_in_log(self, key: PodKey, line: str) -> None:
+    async def _secret_values(self, run: PodRun) -> dict[str, str]:
+        """The values of the pod's secret variables, read from its owner's secrets now, never kept."""
+        if not run.spec.secret_env:
+            return {}
+        if self.secrets is None:
+            self.secrets = await secrets_store.read_bucket(self.bus.js, self.subjects.stream)
+        return await secrets_store.resolve(self.secrets, run.owner, run.spec.secret_env)
+
+    def _note_in_log(self, key: PodKey, line: str, owner: str | None = None) -> None:
         """Add ``line`` to the pod's log, for its owner to read; a log that cannot be written (a full
         disk) loses the line, never the report of the failure that the line explains."""
         try:
-            with open(self.procs.log_path(key), "ab") as out:
+            with open(self.procs.log_path(key, owner), "ab") as out:
                 out.write(line.encode())
         except OSError as exc:
             log.warning("cannot write the log of %s pod %d: %s", key[0], key[1], exc)

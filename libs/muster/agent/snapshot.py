@@ -37,6 +37,7 @@ NOT_IMAGED = {
     "tasks": "this process's tasks",
     "draining": "this process's stop",
     "boot": "this process's start",
+    "secrets": "a handle on the secret store: values are read at each start, never kept",
 }
 """``Agent`` attributes the image leaves out, and why."""
 

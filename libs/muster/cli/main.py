@@ -79,6 +79,11 @@ COMMANDS = (
         "declare teams that submit and cancel only on their own queues and jobs",
     ),
     Command(
+        "secret",
+        "muster.cli.secret_cmd",
+        "values a job's environment names (--secret-env) that the log and the database never hold",
+    ),
+    Command(
         "node",
         "muster.cli.node_cmd",
         "give each machine's agent a NATS login that speaks for its own node only",

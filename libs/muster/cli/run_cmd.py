@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -34,6 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--env", action="append", default=[], metavar="KEY=VALUE", help="environment variable (repeatable)"
     )
+    p.add_argument(
+        "--secret-env",
+        action="append",
+        default=[],
+        metavar="VAR=SECRET",
+        help="set VAR from a secret (muster secret set SECRET) when the pod starts; the value is in no event"
+        " (repeatable)",
+    )
     p.add_argument("--workdir", help="working directory of the processes (default: the current one)")
     p.add_argument("--grace-period", type=float, help="seconds between SIGTERM and SIGKILL when evicted")
     p.add_argument("--priority-class", help="train, build-preemptible, build or inference")
@@ -55,13 +64,39 @@ def job_name(command: list[str], given: str | None) -> str:
     return f"{stem[:40]}-{token}"
 
 
-def build_spec(args: argparse.Namespace, command: list[str]) -> dict:
-    env = {}
-    for item in args.env:
+def _pairs(items: list[str], flag: str, shape: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            fail(f"--env: expected KEY=VALUE, got {item!r}")
-        env[key] = value
+            fail(f"{flag}: expected {shape}, got {item!r}")
+        found[key] = value
+    return found
+
+
+def environment(args: argparse.Namespace) -> dict[str, str] | list[dict[str, str]]:
+    """The spec's ``env``: a mapping of values, or, with secrets, a list of entries naming each."""
+    from muster.secret_names import SecretError, check_name
+
+    values = _pairs(args.env, "--env", "KEY=VALUE")
+    secrets = _pairs(args.secret_env, "--secret-env", "VAR=SECRET")
+    if not secrets:
+        return values
+    for variable, secret in secrets.items():
+        if variable in values:
+            fail(f"--secret-env: {variable} is set by --env too")
+        try:
+            check_name(secret, "--secret-env")
+        except SecretError as exc:
+            fail(str(exc))
+    return [
+        *({"name": k, "value": v} for k, v in values.items()),
+        *({"name": k, "secret": v} for k, v in secrets.items()),
+    ]
+
+
+def build_spec(args: argparse.Namespace, command: list[str]) -> dict:
+    env = environment(args)
     try:
         gpus = float(args.gpus)
     except ValueError:
@@ -84,6 +119,24 @@ def build_spec(args: argparse.Namespace, command: list[str]) -> dict:
         if value is not None:
             spec[key] = value
     return spec
+
+
+async def note_missing_secrets(client, refs) -> None:
+    """Say on stderr which named secrets the submitter does not have yet: not refused, since one set
+    before the pod starts is the one read, but a pod that starts without it fails."""
+    if not refs:
+        return
+    from muster.secrets_store import OwnSecrets
+
+    owner = client.tenant.tenant if client.tenant is not None else ""
+    have = set(await OwnSecrets(client.bus.nc, client.bus.subjects.stream, owner).names())
+    for ref in refs:
+        if ref.secret not in have:
+            print(
+                f"note: secret {ref.secret!r} ({ref.name}) is not set (muster secret set {ref.secret});"
+                " a pod that starts without it fails",
+                file=sys.stderr,
+            )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -118,6 +171,7 @@ def _run(args: argparse.Namespace) -> int:
     async def send() -> str:
         async with await Client.connect(endpoints, tenant=args.tenant) as client:
             await check_queues(client, [group.queue])
+            await note_missing_secrets(client, group.pods[0].secret_env)
             # A tenant's queue is its subject's; the system's logins leave it to the manifest.
             queue = group.queue if client.tenant is not None else None
             return await submit_and_hear(client, [doc], queue=queue, uid=workload_uid([doc]))

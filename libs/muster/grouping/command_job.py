@@ -6,7 +6,8 @@
     spec:
       queue: team-a
       command: [torchrun, --nproc-per-node=1, train.py]
-      env: {EPOCHS: "3"}
+      env: {EPOCHS: "3"}  # or a list, where a value may be a secret's:
+      # env: [{name: EPOCHS, value: "3"}, {name: HF_TOKEN, secret: hf-token}]
       workdir: /home/me/project
       count: 2          # identical processes, ranks 0..count-1
       min: 2            # gang size; default: count
@@ -31,19 +32,29 @@ from typing import Any
 import msgspec
 
 from muster import runtimes
-from muster.events import PodGroupCreated
+from muster.events import PodGroupCreated, SecretEnv
 from muster.grouping.errors import ManifestError
 from muster.grouping.model import Context, Meta
 from muster.scenario import ScenarioError, job_to_podgroup
+from muster.secret_names import SecretError, check_name
 
 API_GROUP = "muster.dev"
 KIND = "Command"
 
 
+class EnvEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One variable: a ``value`` as given, or a ``secret``'s (``muster.secrets_store``), read by the
+    agent when the pod starts, so the value is in no event."""
+
+    name: str
+    value: str | None = None
+    secret: str | None = None
+
+
 class CommandSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     queue: str
     command: list[str]
-    env: dict[str, str] = {}
+    env: dict[str, str] | list[EnvEntry] = {}
     workdir: str | None = None
     count: int = 1
     min: int | None = None
@@ -92,8 +103,33 @@ def _read(obj: dict[str, Any], path: str) -> CommandSpec:
     return spec
 
 
+def _environment(spec: CommandSpec, where: str) -> tuple[dict[str, str], list[SecretEnv]]:
+    """The spec's variables: those given as values, and those read from secrets at start."""
+    if isinstance(spec.env, dict):
+        return dict(spec.env), []
+    values: dict[str, str] = {}
+    refs: list[SecretEnv] = []
+    for i, entry in enumerate(spec.env):
+        path = f"{where}.env[{i}]"
+        if not entry.name or "=" in entry.name or "\0" in entry.name:
+            raise ManifestError(f"{path}.name", "must be a variable's name: not empty, no '=' or NUL")
+        if entry.name in values or any(ref.name == entry.name for ref in refs):
+            raise ManifestError(f"{path}.name", f"{entry.name} is set twice")
+        if (entry.value is None) == (entry.secret is None):
+            raise ManifestError(path, "expected exactly one of value and secret")
+        if entry.secret is not None:
+            try:
+                refs.append(SecretEnv(name=entry.name, secret=check_name(entry.secret, f"{path}.secret")))
+            except SecretError as exc:
+                raise ManifestError(exc.field, exc.message) from None
+        else:
+            values[entry.name] = entry.value  # type: ignore[assignment] (not None: checked above)
+    return values, refs
+
+
 def group_command(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[PodGroupCreated]:
     spec = _read(obj, path)
+    env, secret_env = _environment(spec, _spec_path(path))
     resources: dict[str, Any] = {"gpu": spec.gpus}
     for name in ("gpu_memory", "cpu", "memory"):
         value = getattr(spec, name)
@@ -129,7 +165,8 @@ def group_command(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
             pod,
             role="command",
             command=list(spec.command),
-            env=dict(spec.env),
+            env=env,
+            secret_env=secret_env,
             workdir=spec.workdir,
             grace_period=spec.grace_period,
         )

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from muster import pod_constraints
-from muster.events import NodeSelectorTerm, PodSpec, Resources, Toleration
+from muster.events import NodeSelectorTerm, PodSpec, Resources, SecretEnv, Toleration
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_list, get_map, get_str, join, string_map
+from muster.grouping.secret_env import pod_secret_env
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, whole_count
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -192,6 +193,7 @@ def build_pod_spec(
         meta_path=meta_path,
         tolerations=tolerations,
         node_affinity=node_affinity,
+        secret_env=pod_secret_env(spec, path),
     )
 
 
@@ -215,6 +217,7 @@ def pod_spec_from_totals(
     meta_path: str = "",
     tolerations: list[Toleration] | None = None,
     node_affinity: list[NodeSelectorTerm] | None = None,
+    secret_env: list[SecretEnv] | None = None,
 ) -> PodSpec:
     """A ``PodSpec`` from an effective request (see ``combine_requests``)."""
     totals = dict(totals)
@@ -230,4 +233,5 @@ def pod_spec_from_totals(
         subgroup=subgroup,
         tolerations=list(tolerations or []),
         node_affinity=list(node_affinity or []),
+        secret_env=list(secret_env or []),
     )

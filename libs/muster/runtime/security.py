@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from muster.secret_names import bucket, space, subject_prefix
 from muster.snapshots import SNAPSHOT_OWNERS, snapshot_bucket
 from muster.subjects import Subjects, node_token
 
@@ -143,6 +144,30 @@ def _snapshot_forgetting(stream: str, owner: str) -> tuple[str, ...]:
     return (f"$O.{bucket}.M.>", f"$JS.API.STREAM.PURGE.OBJ_{bucket}")
 
 
+def secret_permissions(
+    stream: str, *, owner: str | None = None, read: bool = False, create: bool = False
+) -> tuple[str, ...]:
+    """The secret store (``muster.secrets_store``): with ``owner``, write and list that owner's space
+    ('' the system's); with ``read``, read every space's values (agents, which run every owner's pods);
+    with ``create``, make the bucket (``muster up``).
+
+    Listing is a consumer created under its filter's own API subject, and the server holds a consumer to
+    the filter its subject names: a login may list its own space and no other.
+    """
+    kv = f"KV_{bucket(stream)}"
+    allowed: tuple[str, ...] = ()
+    if owner is not None:
+        own = f"{subject_prefix(stream)}{space(owner)}.>"
+        allowed += (own, f"$JS.API.CONSUMER.CREATE.{kv}.*.{own}")
+    if read:
+        allowed += (f"$JS.API.DIRECT.GET.{kv}.>", f"$JS.API.STREAM.MSG.GET.{kv}")
+    if read or create:
+        allowed += (f"$JS.API.STREAM.INFO.{kv}",)
+    if create:
+        allowed += (f"$JS.API.STREAM.CREATE.{kv}",)
+    return allowed
+
+
 def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
     """Every NATS user's allow lists for the system with this subject prefix.
 
@@ -194,10 +219,17 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             logs,
             *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_store(stream, write=False, owner=owner)),
             *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_forgetting(stream, owner)),
+            *secret_permissions(stream, owner="", create=True),
         ),
         # A machine agent without a login of its own (`agent_permissions`) logs in as `agent`: each
         # can write the others' snapshots (as it can publish their pod facts), but no service's.
-        "agent": (*consumer, s.nodes(">"), s.pods(">"), *_snapshot_store(stream, write=True, owner="agent")),
+        "agent": (
+            *consumer,
+            s.nodes(">"),
+            s.pods(">"),
+            *_snapshot_store(stream, write=True, owner="agent"),
+            *secret_permissions(stream, read=True),
+        ),
         "framework": ("$JS.API.INFO", f"$JS.API.STREAM.INFO.{stream}", s.workloads),
     }
     subscribe = {user: (f"{inbox_prefix(user)}.>",) for user in publish}
@@ -228,6 +260,7 @@ def agent_permissions(prefix: str, node: str) -> Permissions:
             s.node_facts("*", node),
             s.node_pods("*", node),
             *_snapshot_store(s.stream, write=True, owner="agent"),
+            *secret_permissions(s.stream, read=True),
         ),
         subscribe=(f"{inbox_prefix(agent_user(node))}.>", s.agent_logs(node)),
         allow_responses=True,
@@ -259,7 +292,11 @@ def tenant_permissions(prefix: str, tenant: str, queues: Sequence[str]) -> Permi
         f"$JS.FC.{s.stream}.>",
     )
     return Permissions(
-        publish=(*reader, *(s.tenant_workloads(tenant, q) for q in queues)),
+        publish=(
+            *reader,
+            *(s.tenant_workloads(tenant, q) for q in queues),
+            *secret_permissions(s.stream, owner=tenant),
+        ),
         subscribe=(f"{inbox_prefix(user)}.>",),
         # The create API updates a consumer that exists: naming a service's durable one would
         # re-filter it to the tenant's subject and starve the service.

@@ -167,11 +167,14 @@ async def prepare(
 ) -> None:
     """Create the stream and the schema before any service starts, so none races another."""
     from muster.bus import NatsBus
+    from muster.secrets_store import ensure_bucket
     from muster.store import connect
 
     bus = await NatsBus.connect(
         endpoints.nats_url, endpoints.subjects, service="muster-up", credentials=nats_credentials
     )
+    # Before any tenant's `muster secret set`, which may write its secrets but not make their bucket.
+    await ensure_bucket(bus.js, endpoints.subjects.stream)
     await bus.close()
     extra = {"password": writer_password} if writer_password is not None else {}
     conn = await connect(writer_dsn or endpoints.pg_dsn, endpoints.prefix, **extra)

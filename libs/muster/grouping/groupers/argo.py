@@ -30,6 +30,7 @@ from muster.grouping.limits import MAX_DEPTH, MAX_PODS
 from muster.grouping.model import Context, Draft, Meta, PodTemplate
 from muster.grouping.nesting import load_yaml_documents
 from muster.grouping.podspec import combine_requests, placement_constraints, pod_spec_from_totals
+from muster.grouping.secret_env import secret_env
 from muster.names import subdomain
 
 TEMPLATE_KINDS = ("WorkflowTemplate", "ClusterWorkflowTemplate")
@@ -174,6 +175,7 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
         meta_path=mpath,
         tolerations=own[0] if template.get("tolerations") else workflow[0],
         node_affinity=own[1] if template.get("affinity") is not None else workflow[1],
+        secret_env=secret_env([*init, *containers]),
     )
     priority = get_str(template, "priorityClassName", tpath) or get_str(
         walk.spec, "podPriorityClassName", walk.spath
