@@ -27,6 +27,7 @@ from typing import Any
 from muster import events as ev
 from muster.names import JOB, MAX_NAME, NODE, POOL, QUEUE, TENANT, Rule, quoted
 from muster.subgroups import SubGroupError, check_tree
+from muster.topologies import shape_error
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 """Postgres ``integer``: priorities, pod indices, cycles, epochs, pod counts are stored in one."""
@@ -199,6 +200,7 @@ def pod_group_fits(g: ev.PodGroupCreated) -> bool:
         and 0 <= g.min_available <= MAX_PODS_PER_GROUP
         and (not g.subgroups or all(0 <= s.min_available <= MAX_PODS_PER_GROUP for s in g.subgroups))
         and _tree_fits(g)
+        and (g.topology is None or shape_error(g.topology) is None)
         and JOB.fits(g.name)
         and QUEUE.fits(g.queue)
         and POOL.fits(g.pool)
@@ -235,6 +237,9 @@ def _pod_group_walk(g: ev.PodGroupCreated) -> None:
         check_tree(g.subgroups, g.min_subgroup, [p.subgroup for p in g.pods])
     except SubGroupError as exc:
         raise OutOfBounds(f".{exc.field}", exc.message) from None
+    bad = shape_error(g.topology) if g.topology is not None else None
+    if bad is not None:
+        raise OutOfBounds(f".topology.{bad[0]}", bad[1])
 
 
 def _tree_fits(g: ev.PodGroupCreated) -> bool:

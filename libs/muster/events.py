@@ -197,6 +197,12 @@ class Topology(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     """All pods under one value of this node label."""
     preferred: str | None = None
     """As few values of this node label as fit."""
+    name: str | None = None
+    """The KAI Topology resource the constraint names (kai-semantics.md §18); None: ``required`` and
+    ``preferred`` are node labels on their own, one level each (every group from before Topologies)."""
+    levels: tuple[str, ...] = ()
+    """That topology's level labels, widest first, as it was when the group was read: a domain at a
+    level is one value of each label down to it, and a preferred level is relaxed up to the required."""
 
 
 class MinRuntime(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

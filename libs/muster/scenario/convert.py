@@ -8,6 +8,7 @@ takes the field path so that a bad value is reported where it was written.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from muster.bounds import MAX_NODE_GPUS
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, parse_quantity, whole_count
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
+from muster.topologies import Level, TopologyDef, TopologyError, check_topology, constraint
 
 if TYPE_CHECKING:
     from muster.scheduler.config import AllocatorConfig
@@ -202,10 +204,16 @@ def expand(pods: list[ev.PodSpec]) -> list[ev.PodSpec]:
 
 
 def job_to_podgroup(
-    job: m.Job | dict[str, Any], *, path: str = "job", kind: str = "Job", workload_uid: str = ""
+    job: m.Job | dict[str, Any],
+    *,
+    path: str = "job",
+    kind: str = "Job",
+    workload_uid: str = "",
+    topologies: Mapping[str, TopologyDef] | None = None,
 ) -> ev.PodGroupCreated:
     """One scenario job (a model or the raw mapping from a file) as the gang
-    the allocator schedules, part of the workload ``workload_uid`` if given.
+    the allocator schedules, part of the workload ``workload_uid`` if given;
+    ``topologies`` are the ones its constraint may name.
     Raises ``ScenarioError`` naming the bad field."""
     if not isinstance(job, m.Job):
         job = from_data(job, m.Job, path)
@@ -233,11 +241,7 @@ def job_to_podgroup(
         raise ScenarioError(join(path, "preemption_delay"), "must be a number of seconds, not negative")
     if job.stale_gang_grace is not None and not math.isfinite(job.stale_gang_grace):
         raise ScenarioError(join(path, "stale_gang_grace"), "must be a number of seconds")
-    topology = None
-    if job.topology is not None:
-        if not job.topology.required and not job.topology.preferred:
-            raise ScenarioError(join(path, "topology"), "give a required or a preferred label")
-        topology = ev.Topology(required=job.topology.required, preferred=job.topology.preferred)
+    topology = _topology(job, path, topologies)
     group = ev.PodGroupCreated(
         name=job.name,
         queue=job.queue,
@@ -261,6 +265,42 @@ def job_to_podgroup(
     )
     _within_bounds(bounds.check_pod_group, group, path)
     return group
+
+
+def _topology(job: m.Job, path: str, topologies: Mapping[str, TopologyDef] | None) -> ev.Topology | None:
+    """The job's constraint, its levels resolved against the topology it names (``muster.topologies``)."""
+    if job.topology is None:
+        return None
+    at = join(path, "topology")
+    given = job.topology
+    if not given.name and not given.required and not given.preferred:
+        raise ScenarioError(at, "give a required or a preferred label")
+    try:
+        return constraint(
+            topologies,
+            given.name,
+            given.required,
+            given.preferred,
+            fields=(join(at, "name"), join(at, "required"), join(at, "preferred")),
+        )
+    except TopologyError as exc:
+        raise ScenarioError(exc.field, exc.message) from None
+
+
+def topology_defs(raw: list[m.TopologyResource], path: str = "topologies") -> dict[str, TopologyDef]:
+    """A scenario's ``topologies``, each checked as KAI checks a Topology, by name."""
+    out: dict[str, TopologyDef] = {}
+    for k, topo in enumerate(raw):
+        at = join(path, k)
+        if topo.name in out:
+            raise ScenarioError(join(at, "name"), f"{topo.name!r} is already the name of another topology")
+        try:
+            out[topo.name] = check_topology(
+                topo.name, [Level(lv.nodeLabel, lv.alias) for lv in topo.levels], at
+            )
+        except TopologyError as exc:
+            raise ScenarioError(exc.field, exc.message) from None
+    return out
 
 
 def _subgroups(job: m.Job, path: str) -> list[ev.SubGroup]:
@@ -367,7 +407,11 @@ def scenario_events(scenario: m.Scenario) -> list[ev.Event]:
     out += [
         ev.QueueUpserted(queue=queue_spec(q, i, join("queues", i))) for i, q in enumerate(scenario.queues)
     ]
-    out += [job_to_podgroup(job, path=join("jobs", i)) for i, job in enumerate(scenario.jobs)]
+    topologies = topology_defs(scenario.topologies)
+    out += [
+        job_to_podgroup(job, path=join("jobs", i), topologies=topologies)
+        for i, job in enumerate(scenario.jobs)
+    ]
     return out
 
 

@@ -21,6 +21,7 @@ from muster.scenario import convert as cv
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
 from muster.tolerances import EPS
+from muster.topologies import TopologyDef
 from muster.usage_window import window_error
 
 MAX_VALUES = 50_000_000
@@ -66,7 +67,8 @@ def parse_scenario(data: Any) -> m.Scenario:
     _check_config(scenario.config)
     nodes = _check_nodes(scenario.nodes)
     leaves = _check_queues(scenario.queues)
-    _check_jobs(scenario.jobs, nodes, leaves, {q.name for q in scenario.queues})
+    topologies = cv.topology_defs(scenario.topologies)
+    _check_jobs(scenario.jobs, nodes, leaves, {q.name for q in scenario.queues}, topologies)
     if scenario.expect is not None:
         _check_expect(scenario.expect, scenario)
     return scenario
@@ -175,12 +177,18 @@ def _check_queues(queues: list[m.Queue]) -> set[str]:
     return {q.name for q in queues if q.name not in parents}
 
 
-def _check_jobs(jobs: list[m.Job], nodes: dict[str, ev.NodeSpec], leaves: set[str], queues: set[str]) -> None:
+def _check_jobs(
+    jobs: list[m.Job],
+    nodes: dict[str, ev.NodeSpec],
+    leaves: set[str],
+    queues: set[str],
+    topologies: dict[str, TopologyDef],
+) -> None:
     _unique([j.name for j in jobs], "jobs", "job")
     ledger = _Ledger(nodes)
     for i, job in enumerate(jobs):
         path = join("jobs", i)
-        group = cv.job_to_podgroup(job, path=path)
+        group = cv.job_to_podgroup(job, path=path, topologies=topologies)
         if job.queue not in leaves:
             what = "a parent queue; jobs go to leaf queues" if job.queue in queues else "not a queue"
             raise ScenarioError(join(path, "queue"), f"{job.queue!r} is {what}")

@@ -97,6 +97,23 @@ class Queue(_Strict):
 class Topology(_Strict):
     required: str | None = None
     preferred: str | None = None
+    name: str | None = None
+    """v1.1: the topology (of the file's ``topologies``) whose levels ``required`` and ``preferred``
+    name, by label or alias; absent: they are node labels on their own."""
+
+
+class TopologyLevel(_Strict):
+    """One level of a KAI Topology, as KAI spells it."""
+
+    nodeLabel: str  # noqa: N815 - KAI's spelling
+    alias: str = ""
+
+
+class TopologyResource(_Strict):
+    """v1.1: a KAI Topology: node labels from the widest level to the narrowest (kai-semantics.md §18)."""
+
+    name: str
+    levels: list[TopologyLevel] = []
 
 
 class Pod(_Strict):
@@ -171,6 +188,7 @@ class Scenario(_Strict):
     description: str = ""
     config: Config = Config()
     nodes: list[Node] = []
+    topologies: list[TopologyResource] = []
     queues: list[Queue] = []
     jobs: list[Job] = []
     expect: Expect | None = None

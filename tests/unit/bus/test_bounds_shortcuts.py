@@ -159,3 +159,28 @@ def test_a_decision_and_its_confirmation_are_admitted_exactly_within_every_limit
     in_int32 = all(0 <= v <= INT32_MAX for v in counters.values())
     assert admitted(ev.BindRequested(**placed, **counters)) == (placement and in_int32)
     assert admitted(ev.PodBound(**placed, at=1.0)) == placement
+
+
+@pytest.mark.parametrize(
+    ("topology", "field"),
+    [
+        (ev.Topology(name="t", levels=("zone", "rack"), required="host"), ".topology.required"),
+        (
+            ev.Topology(name="t", levels=("zone", "rack"), required="rack", preferred="zone"),
+            ".topology.preferred",
+        ),
+        (ev.Topology(name="t", levels=("zone", "rack")), ".topology.name"),
+        (ev.Topology(name="t", levels=tuple(f"l{k}" for k in range(17)), required="l0"), ".topology.levels"),
+    ],
+    ids=["level-outside", "preferred-wider", "no-level", "seventeen-levels"],
+)
+def test_a_topology_constraint_the_allocator_could_not_read_is_refused_at_admission(topology, field):
+    g = ev.PodGroupCreated(name="j", queue="q", topology=topology)
+    with pytest.raises(bounds.OutOfBounds) as info:
+        bounds.check_pod_group(g, root="")
+    assert info.value.path == field
+
+
+def test_a_resolved_topology_constraint_passes_admission():
+    topology = ev.Topology(name="t", levels=("zone", "rack"), required="zone", preferred="rack")
+    bounds.check_pod_group(ev.PodGroupCreated(name="j", queue="q", topology=topology))

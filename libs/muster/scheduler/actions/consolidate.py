@@ -3,7 +3,10 @@
 Only preemptible pending jobs, and only when the cluster's free GPUs (idle,
 releasing, and free parts of shared devices) could hold the job's GPUs at
 all. Victims come from any queue at any priority; a scenario counts only if
-every victim it evicts lands again. Min-runtime does not apply.
+every victim it evicts lands again. Min-runtime does not apply. A pending job
+with a topology constraint must land inside one domain of it (§5.5, through the
+solver), so consolidation may empty part of a domain to make room for a gang
+that fits no domain as it stands; a victim bound to one domain is not moved.
 """
 
 from __future__ import annotations
@@ -35,13 +38,16 @@ class ConsolidateAction:
     ) -> None:
         if held_back_by_delay(s, job):
             return
-        if not job.preemptible or (job.topology is not None and job.topology.required):
+        if not job.preemptible:
             return
         if limit_reason(s, job, req) or quota_reason(s, job, req):
             return
         if free_gpus(s) + EPS < req[0]:
             return
         key = shape_key(s, job, pods)
+        if job.topology is not None:
+            # where it may go depends on its own constraint and running pods: its failure is its own
+            key = (*key, job.name)
         if key in failed:
             return
         by_leaf = {

@@ -23,8 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from muster.tolerances import EPS
 
+from .. import topology
 from ..capacity import over_limit
 from ..gang import pipeline_all
 from ..ordering import JobQueue
@@ -134,7 +137,7 @@ def _simulate(
     try:
         while (nxt := order.pop()) is not None:
             if nxt is job:
-                placed_job = _place_within_limits(s, stmt, job, want, charged)
+                placed_job = _place_evicting_job(s, stmt, job, want, charged)
                 if not placed_job:
                     return None
             elif not (nxt.topology is not None and nxt.topology.required):
@@ -159,14 +162,32 @@ def _enough_gpus(s: Session, job: Job, want: list[int], victims: list[Unit]) -> 
     return need <= s.free_gpus() + sum(u.res[0] for u in victims) + EPS
 
 
+def _place_evicting_job(s: Session, stmt: Statement, job: Job, pods: list[int], charged: list) -> bool:
+    """The evicting job's pods, all inside one domain of its topology constraint when it has one (§5.5)."""
+    if job.topology is None:
+        return _place_within_limits(s, stmt, job, pods, charged)
+
+    def attempt(mask: np.ndarray | None) -> int:
+        return len(pods) if _place_within_limits(s, stmt, job, pods, charged, restrict=mask) else 0
+
+    return topology.place_in_domain(s, job, pods, attempt, explain=False) is None
+
+
 def _place_within_limits(
-    s: Session, stmt: Statement, job: Job, pods: list[int], charged: list, releasing_first: bool = False
+    s: Session,
+    stmt: Statement,
+    job: Job,
+    pods: list[int],
+    charged: list,
+    releasing_first: bool = False,
+    restrict: np.ndarray | None = None,
 ) -> bool:
-    """Place all of ``pods`` or none, keeping every queue on the job's path within its limit as the
-    simulation has charged it so far; on success the placement is charged too. ``releasing_first``: whole
-    GPUs from releasing devices before idle ones (a moved victim, see the module's docstring)."""
+    """Place all of ``pods`` or none (on the nodes of ``restrict`` if given), keeping every queue on the
+    job's path within its limit as the simulation has charged it so far; on success the placement is
+    charged too. ``releasing_first``: whole GPUs from releasing devices before idle ones (a moved victim,
+    see the module's docstring)."""
     cp = stmt.checkpoint()
-    if stmt.place(job, pods, releasing_first=releasing_first).count != len(pods):
+    if stmt.place(job, pods, restrict=restrict, releasing_first=releasing_first).count != len(pods):
         stmt.rollback(cp)
         return False
     gpu = cpu = mem = 0.0
