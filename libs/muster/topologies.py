@@ -143,6 +143,17 @@ def read_manifest(doc: dict[str, Any]) -> TopologyDef:
     return check_topology(name, levels, "spec")
 
 
+def to_manifest(topo: TopologyDef) -> dict[str, Any]:
+    """``topo`` as KAI's Topology document, which ``read_manifest`` reads back to it."""
+    levels = [{"nodeLabel": lv.label, **({"alias": lv.alias} if lv.alias else {})} for lv in topo.levels]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": topo.name},
+        "spec": {"levels": levels},
+    }
+
+
 def constraint(
     topologies: Mapping[str, TopologyDef] | None,
     name: str | None,

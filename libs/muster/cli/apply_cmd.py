@@ -66,6 +66,14 @@ def plan(scenario: Scenario) -> tuple[list, list, list[dict]]:
     return nodes, queues, jobs
 
 
+def topology_manifests(scenario: Scenario) -> list[dict]:
+    """The scenario's ``topologies`` as KAI Topology documents."""
+    from muster.scenario.convert import topology_defs
+    from muster.topologies import to_manifest
+
+    return [to_manifest(topo) for topo in topology_defs(scenario.topologies).values()]
+
+
 async def apply(scenario: Scenario, endpoints: Endpoints | None = None) -> dict:
     """Publish ``scenario`` to the system at ``endpoints`` (default: the one this command finds)."""
     from muster.cli.queues_cmd import topological
@@ -87,8 +95,9 @@ async def apply(scenario: Scenario, endpoints: Endpoints | None = None) -> dict:
             # The running pods go first: the log then names them before their groups exist, so the
             # allocator never sees a group whose running pods it has not been told of.
             await client.adopt_pods(running)
-            # One submission: the allocator sees every job of the scenario at once, as the simulator does.
-            submitted = await client.submit(jobs, submitted_at=start, uid=uid)
+            # One submission: the allocator sees every job of the scenario at once, as the simulator does;
+            # the scenario's Topologies travel with the jobs whose constraints name them.
+            submitted = await client.submit(topology_manifests(scenario) + jobs, submitted_at=start, uid=uid)
         return {
             "nodes": len(nodes),
             "queues": sorted(answers),

@@ -31,11 +31,13 @@ from muster.grouping.metadata import (
     NODE_POOL_LABEL,
     PRIORITY_CLASSES,
     UNKNOWN_CLASS_PRIORITY,
+    resolve_topology,
 )
 from muster.grouping.model import Draft, Meta, PodTemplate
 from muster.grouping.timing import duration_seconds
 from muster.names import JOB, POOL, QUEUE
 from muster.subgroups import SubGroupError, check_tree
+from muster.topologies import TopologyDef
 
 API_GROUP = "scheduling.run.ai"
 VERSION = "v2alpha2"
@@ -109,13 +111,16 @@ def skips_podgrouper(annotations: Mapping[str, str]) -> bool:
     return annotations.get(SKIP_PODGROUPER) == "true"
 
 
-def read_podgroups(docs: list[Any], metas: Mapping[int, Meta]) -> dict[str, PodGroupManifest]:
-    """Every PodGroup of the submission (``metas``: the documents that are one) by name.
-    Raises ``ManifestError`` (with its document) for the first one muster cannot take."""
+def read_podgroups(
+    docs: list[Any], metas: Mapping[int, Meta], topologies: Mapping[str, TopologyDef] | None = None
+) -> dict[str, PodGroupManifest]:
+    """Every PodGroup of the submission (``metas``: the documents that are one) by name; ``topologies``:
+    the submission's KAI Topologies. Raises ``ManifestError`` (with its document) for the first one
+    muster cannot take."""
     out: dict[str, PodGroupManifest] = {}
     for index, meta in metas.items():
         try:
-            manifest = read_podgroup(docs[index], meta, index)
+            manifest = read_podgroup(docs[index], meta, index, topologies)
             if manifest.name in out:
                 raise ManifestError(
                     "metadata.name", f"{manifest.name!r} names another PodGroup of the submission already"
@@ -126,7 +131,9 @@ def read_podgroups(docs: list[Any], metas: Mapping[int, Meta]) -> dict[str, PodG
     return out
 
 
-def read_podgroup(doc: dict[str, Any], meta: Meta, index: int = 0) -> PodGroupManifest:
+def read_podgroup(
+    doc: dict[str, Any], meta: Meta, index: int = 0, topologies: Mapping[str, TopologyDef] | None = None
+) -> PodGroupManifest:
     """One PodGroup document, every field checked; refused naming the field muster cannot honour."""
     if meta.api_version != f"{API_GROUP}/{VERSION}":
         raise ManifestError(
@@ -169,7 +176,7 @@ def read_podgroup(doc: dict[str, Any], meta: Meta, index: int = 0) -> PodGroupMa
         min_member=min_member,
         min_subgroup=min_subgroup,
         subgroups=subgroups,
-        topology=_topology(spec, _SPEC),
+        topology=_topology(spec, _SPEC, topologies or {}),
         preemption_delay=_duration(spec, "preemptionDelay", may_be_negative=False),
         stale_gang_grace=_duration(spec, "stalenessGracePeriod", may_be_negative=True),
     )
@@ -199,18 +206,16 @@ def _preemptibility(spec: dict[str, Any]) -> bool | None:
     return value == "preemptible"
 
 
-def _topology(obj: dict[str, Any], path: str) -> Topology | None:
-    """The constraint's levels, read as node-label keys (muster's topology). The ``topology`` name,
-    which in KAI picks the Topology object defining the levels, is accepted as KAI's annotation is."""
+def _topology(obj: dict[str, Any], path: str, topologies: Mapping[str, TopologyDef]) -> Topology | None:
+    """The constraint, resolved against the submission's Topologies as a workload's annotations are
+    (``metadata.resolve_topology``)."""
     tpath = join(path, "topologyConstraint")
     constraint = get_map(obj, "topologyConstraint", path)
     _only(constraint, _TOPOLOGY_FIELDS, tpath)
-    get_str(constraint, "topology", tpath)
-    required = get_str(constraint, "requiredTopologyLevel", tpath) or None
-    preferred = get_str(constraint, "preferredTopologyLevel", tpath) or None
-    if required is None and preferred is None:
-        return None
-    return Topology(required=required, preferred=preferred)
+    keys = ("topology", "requiredTopologyLevel", "preferredTopologyLevel")
+    name, required, preferred = (get_str(constraint, key, tpath) or None for key in keys)
+    fields = (join(tpath, keys[0]), join(tpath, keys[1]), join(tpath, keys[2]))
+    return resolve_topology(topologies, name, required, preferred, fields=fields)
 
 
 def _duration(spec: dict[str, Any], key: str, *, may_be_negative: bool) -> float | None:
@@ -228,7 +233,7 @@ def _subgroups(spec: dict[str, Any]) -> tuple[SubGroup, ...]:
         at = f"{join(_SPEC, 'subGroups')}[{k}]"
         entry = as_map(raw, at)
         _only(entry, _SUBGROUP_FIELDS, at)
-        if _topology(entry, at) is not None:
+        if _topology(entry, at, {}) is not None:
             raise ManifestError(
                 join(at, "topologyConstraint"),
                 "muster places a sub-group by its PodGroup's constraint only; move it to "

@@ -38,6 +38,7 @@ CONTEXT_KINDS = {
     ("", "PersistentVolumeClaim"),
     ("scheduling.k8s.io", "PriorityClass"),
     ("scheduling.run.ai", "Queue"),
+    ("kai.scheduler", "Topology"),
     ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
     ("trainer.kubeflow.org", "TrainingRuntime"),
     ("argoproj.io", "WorkflowTemplate"),
@@ -231,8 +232,12 @@ def group_manifests(
     batch = Batch(docs=tuple(docs))
     grouping = _Grouping(batch, uid, registry or REGISTRY)
     priorities = batch.priority_values()
+    try:
+        topologies = batch.topologies()
+    except ManifestError as exc:
+        raise (exc if many else ManifestError(exc.path, exc.message)) from None
     tops = _top_owners([d if isinstance(d, dict) else {} for d in docs])
-    podgroups = read_podgroups(docs, _podgroup_metas(docs, uid))
+    podgroups = read_podgroups(docs, _podgroup_metas(docs, uid), topologies)
     joined: dict[str, list[PodTemplate]] = {name: [] for name in podgroups}
     events: list[PodGroupCreated] = []
     pod_group_of: dict[int, str] = {}
@@ -273,6 +278,7 @@ def group_manifests(
                         submitted_at=submitted_at,
                         uid=uid,
                         queue_override=queue_override,
+                        topologies=topologies,
                     )
                 if top != i and top in pod_group_of:
                     event = msgspec.structs.replace(event, name=pod_group_of[top])

@@ -26,6 +26,8 @@ default grouper) in short:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from muster import runtimes
 from muster.events import PodGroupCreated, Topology
 from muster.grouping.errors import ManifestError
@@ -34,6 +36,7 @@ from muster.grouping.model import Draft, Meta
 from muster.grouping.timing import PREEMPTION_DELAY, STALENESS_GRACE, annotated_seconds
 from muster.names import POOL, QUEUE, Rule
 from muster.queues.default import DEFAULT_QUEUE
+from muster.topologies import TopologyDef, TopologyError, constraint
 
 QUEUE_LABEL = "kai.scheduler/queue"
 LEGACY_QUEUE_LABEL = "runai/queue"
@@ -98,14 +101,42 @@ def _preemptible(draft: Draft, pod_labels: dict[str, str], priority: int, path: 
     return priority < 100
 
 
-def _topology(draft: Draft) -> Topology | None:
+def _topology(draft: Draft, topologies: Mapping[str, TopologyDef]) -> Topology | None:
     if draft.topology != "auto":
         return draft.topology
     notes = draft.top.annotations
-    required, preferred = notes.get(REQUIRED_PLACEMENT), notes.get(PREFERRED_PLACEMENT)
-    if not required and not preferred:
-        return None
-    return Topology(required=required or None, preferred=preferred or None)
+    at = join("metadata", "annotations")
+    return resolve_topology(
+        topologies,
+        notes.get(TOPOLOGY_ANNOTATION),
+        notes.get(REQUIRED_PLACEMENT),
+        notes.get(PREFERRED_PLACEMENT),
+        fields=(join(at, TOPOLOGY_ANNOTATION), join(at, REQUIRED_PLACEMENT), join(at, PREFERRED_PLACEMENT)),
+    )
+
+
+def resolve_topology(
+    topologies: Mapping[str, TopologyDef],
+    name: str | None,
+    required: str | None,
+    preferred: str | None,
+    *,
+    fields: tuple[str, str, str],
+) -> Topology | None:
+    """A workload's constraint (``fields``: where its name, required and preferred level were read).
+
+    When the submission carries KAI Topology documents, the name must be one of them and the levels its
+    levels or aliases (``muster.topologies``), refused naming the field otherwise. A submission without
+    any reads the levels as node labels on their own, as before muster read Topologies: it holds no
+    cluster-wide Topology to check the name against."""
+    if not topologies or not name:
+        if not required and not preferred:
+            return None
+        return Topology(required=required or None, preferred=preferred or None)
+    try:
+        return constraint(topologies, name, required, preferred, fields=fields)
+    except TopologyError as exc:
+        raise ManifestError(exc.field, exc.message) from None
 
 
 def _timing(draft: Draft, pod_annotations: dict[str, str], key: str) -> float | None:
@@ -129,8 +160,9 @@ def finish(
     submitted_at: float,
     uid: str,
     queue_override: str | None,
+    topologies: Mapping[str, TopologyDef] | None = None,
 ) -> PodGroupCreated:
-    """The ``PodGroupCreated`` event for one draft."""
+    """The ``PodGroupCreated`` event for one draft; ``topologies``: the submission's KAI Topologies."""
     first = draft.pods[0] if draft.pods else None
     pod_labels = first.labels if first else {}
     pod_annotations = first.annotations if first else {}
@@ -154,7 +186,7 @@ def finish(
         pods=[t.pod for t in draft.pods],
         subgroups=list(draft.subgroups),
         min_subgroup=draft.min_subgroup,
-        topology=_topology(draft),
+        topology=_topology(draft, topologies or {}),
         workload_uid=uid,
         runtime=_runtime(draft),
         preemption_delay=_timing(draft, pod_annotations, PREEMPTION_DELAY),

@@ -20,6 +20,8 @@ from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_map, get_str, join, string_map
 from muster.grouping.podspec import build_pod_spec, names_an_image
 from muster.grouping.timing import check_timing_annotations
+from muster.topologies import TopologyDef, TopologyError, is_topology_manifest
+from muster.topologies import read_manifest as read_topology
 
 
 class Meta(msgspec.Struct, frozen=True):
@@ -177,6 +179,24 @@ class Batch:
             if isinstance(meta, dict) and doc.get("kind") in kinds and meta.get("name") == name:
                 return i, doc
         return None
+
+    def topologies(self) -> dict[str, TopologyDef]:
+        """KAI ``Topology`` documents in the batch, checked, by name: the ones its workloads' topology
+        constraints may name. Raises ``ManifestError`` naming the document and field of a bad one."""
+        out: dict[str, TopologyDef] = {}
+        for i, doc in enumerate(self.docs):
+            if not is_topology_manifest(doc):
+                continue
+            try:
+                topo = read_topology(doc)
+            except TopologyError as exc:
+                raise ManifestError(exc.field, exc.message, document=i) from None
+            if topo.name in out:
+                raise ManifestError(
+                    "metadata.name", f"{topo.name!r} names another Topology already", document=i
+                )
+            out[topo.name] = topo
+        return out
 
     def priority_values(self) -> dict[str, int]:
         """``PriorityClass`` documents in the batch: name to value."""

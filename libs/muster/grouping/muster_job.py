@@ -37,7 +37,9 @@ def group_muster_job(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -
         )
     spec = {"name": meta.name, **spec}
     try:
-        group = job_to_podgroup(spec, path="spec", kind="Job", workload_uid=ctx.uid)
+        group = job_to_podgroup(
+            spec, path="spec", kind="Job", workload_uid=ctx.uid, topologies=ctx.batch.topologies()
+        )
     except ScenarioError as exc:
         raise ManifestError(exc.path, exc.message) from None
     if group.runtime != runtimes.SIMULATED:

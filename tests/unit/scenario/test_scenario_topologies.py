@@ -102,3 +102,14 @@ def test_two_topologies_of_one_name_are_refused():
 def test_a_level_field_kai_does_not_have_is_refused():
     levels = [{"nodeLabel": "zone", "label": "x"}]
     assert error_of(scenario({"required": "zone"}, [{"name": "dc", "levels": levels}])).path.endswith("label")
+
+
+def test_apply_submits_the_topologies_with_the_jobs_and_they_group_as_simulate_reads_them():
+    from muster.cli.apply_cmd import plan, topology_manifests
+    from muster.grouping.group import group_manifests
+
+    parsed = parse_scenario(scenario({"name": "dc", "required": "rack"}))
+    _, _, jobs = plan(parsed)
+    (live,) = group_manifests(topology_manifests(parsed) + jobs)
+    assert live.topology == constraint_of(scenario({"name": "dc", "required": "rack"}))
+    assert live.topology is not None and live.topology.levels == ("zone", "topology.rack")
