@@ -124,7 +124,10 @@ def _text(events: list[PodGroupCreated]) -> str:
                     "    requires a node with " + " or ".join(map(predicates.describe_term, p.node_affinity))
                 )
         if e.topology is not None:
-            lines.append(f"  topology: required={e.topology.required} preferred={e.topology.preferred}")
+            named = f" of {e.topology.name} ({' > '.join(e.topology.levels)})" if e.topology.name else ""
+            lines.append(
+                f"  topology{named}: required={e.topology.required} preferred={e.topology.preferred}"
+            )
         if e.preemption_delay:
             lines.append(f"  preemption delay: {_number(e.preemption_delay)}s after creation or an eviction")
         if e.stale_gang_grace is not None:
