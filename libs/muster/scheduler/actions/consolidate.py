@@ -6,7 +6,8 @@ all. Victims come from any queue at any priority; a scenario counts only if
 every victim it evicts lands again. Min-runtime does not apply. A pending job
 with a topology constraint must land inside one domain of it (§5.5, through the
 solver), so consolidation may empty part of a domain to make room for a gang
-that fits no domain as it stands; a victim bound to one domain is not moved.
+that fits no domain as it stands; a moved victim lands inside one domain of
+its own constraint again.
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ class ConsolidateAction:
     walk = staticmethod(each_pending)
 
     def run(self, s: Session) -> None:
-        movable = lambda j: not (j.topology is not None and j.topology.required)  # noqa: E731
-        each_pending_with_victims(s, movable, self._attempt, self.walk)
+        each_pending_with_victims(s, lambda j: True, self._attempt, self.walk)
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

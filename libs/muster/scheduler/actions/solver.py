@@ -137,15 +137,11 @@ def _simulate(
     try:
         while (nxt := order.pop()) is not None:
             if nxt is job:
-                placed_job = _place_evicting_job(s, stmt, job, want, charged)
+                placed_job = _place_in_topology(s, stmt, job, want, charged)
                 if not placed_job:
                     return None
-            elif not (nxt.topology is not None and nxt.topology.required):
-                # a gang bound to one domain is not re-placed piecemeal
-                if _place_within_limits(s, stmt, nxt, to_place[nxt.name], charged, releasing_first=True):
-                    moved.add(nxt.name)
-                elif all_must_move:
-                    return None
+            elif _place_in_topology(s, stmt, nxt, to_place[nxt.name], charged, releasing_first=True):
+                moved.add(nxt.name)
             elif all_must_move:
                 return None
             order.done(nxt, False)
@@ -162,13 +158,18 @@ def _enough_gpus(s: Session, job: Job, want: list[int], victims: list[Unit]) -> 
     return need <= s.free_gpus() + sum(u.res[0] for u in victims) + EPS
 
 
-def _place_evicting_job(s: Session, stmt: Statement, job: Job, pods: list[int], charged: list) -> bool:
-    """The evicting job's pods, all inside one domain of its topology constraint when it has one (§5.5)."""
+def _place_in_topology(
+    s: Session, stmt: Statement, job: Job, pods: list[int], charged: list, releasing_first: bool = False
+) -> bool:
+    """``_place_within_limits``, all inside one domain of the job's topology constraint when it has one
+    (§5.5, §8): the evicting job's pods, and a moved victim's, which must fit its own constraint again
+    (its pods still running pin its required domain)."""
     if job.topology is None:
-        return _place_within_limits(s, stmt, job, pods, charged)
+        return _place_within_limits(s, stmt, job, pods, charged, releasing_first)
 
     def attempt(mask: np.ndarray | None) -> int:
-        return len(pods) if _place_within_limits(s, stmt, job, pods, charged, restrict=mask) else 0
+        placed = _place_within_limits(s, stmt, job, pods, charged, releasing_first, restrict=mask)
+        return len(pods) if placed else 0
 
     return topology.place_in_domain(s, job, pods, attempt, explain=False) is None
 
