@@ -19,7 +19,9 @@ pending job through it too, so a scenario counts only if the job lands inside on
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -87,6 +89,49 @@ def place_in_domain(
     return f"no node with a {level} label has room for the pod"
 
 
+@dataclass
+class _Levels:
+    """The domains of one list of level labels over a session's nodes (labels do not change within one)."""
+
+    ids: list[list[str]]
+    """Per level, its domain ids (values down to that level joined with ".")."""
+    index: list[np.ndarray]
+    """Per level, each node slot's domain there (-1: the node lacks one of the labels)."""
+    parent: list[np.ndarray]
+    """Per level, each domain's parent domain one level up (-1 at the widest level)."""
+
+
+_LEVELS: weakref.WeakKeyDictionary[Session, dict[tuple[str, ...], _Levels]] = weakref.WeakKeyDictionary()
+
+
+def _levels(s: Session, labels: tuple[str, ...]) -> _Levels:
+    by_labels = _LEVELS.setdefault(s, {})
+    hit = by_labels.get(labels)
+    if hit is not None:
+        return hit
+    n = s.nodes.ints.shape[0]
+    ids: list[list[str]] = [[] for _ in labels]
+    seen: list[dict[str, int]] = [{} for _ in labels]
+    index = [np.full(n, -1, dtype=np.int64) for _ in labels]
+    parents: list[list[int]] = [[] for _ in labels]
+    for node in s.state.node_table.nodes.values():
+        values = [node.spec.labels.get(label) for label in labels]
+        if any(v is None for v in values):
+            continue
+        up = -1
+        for k in range(len(labels)):
+            dom = ".".join(values[: k + 1])  # type: ignore[arg-type]
+            d = seen[k].get(dom)
+            if d is None:
+                d = seen[k][dom] = len(ids[k])
+                ids[k].append(dom)
+                parents[k].append(up)
+            index[k][node.slot] = d
+            up = d
+    hit = by_labels[labels] = _Levels(ids, index, [np.array(p, dtype=np.int64) for p in parents])
+    return hit
+
+
 def candidate_masks(s: Session, job: Job, pods: list[int]) -> list[tuple[int, np.ndarray | None]]:
     """(level, node mask) of each candidate domain, in the order they are tried (see the module's
     docstring); the mask of ``ROOT`` without a Topology is None: every node."""
@@ -94,53 +139,54 @@ def candidate_masks(s: Session, job: Job, pods: list[int]) -> list[tuple[int, np
     topo = job.topology
     assert topo is not None
     required = labels.index(topo.required) if topo.required else ROOT
-    pinned = running_domains(s, job, required) if required != ROOT else None
-    n = s.nodes.ints.shape[0]
-    # each labelled node's domain id at every level, widest first
-    paths: list[tuple[int, list[str]]] = []
-    for node in s.state.node_table.nodes.values():
-        values = [node.spec.labels.get(label) for label in labels]
-        if any(v is None for v in values):
-            continue
-        ids = [".".join(values[: k + 1]) for k in range(len(labels))]  # type: ignore[arg-type]
-        if pinned and ids[required] not in pinned:
-            continue
-        paths.append((node.slot, ids))
+    tree = _levels(s, labels)
+    inside = tree.index[-1] >= 0
+    if required != ROOT:
+        pinned = running_domains(s, job, required)
+        if pinned:
+            ids = tree.ids[required]
+            keep = np.array([dom in pinned for dom in ids] + [False], dtype=np.bool_)
+            inside &= keep[tree.index[required]]
     free_gpu, free_cpu = _free(s)
-    room: dict[str, tuple[float, float]] = {}
-    masks: dict[str, np.ndarray] = {}
-    for slot, ids in paths:
-        for dom in ids:
-            fg, fc = room.get(dom, (0.0, 0.0))
-            room[dom] = (fg + float(free_gpu[slot]), fc + float(free_cpu[slot]))
-            mask = masks.get(dom)
-            if mask is None:
-                mask = masks[dom] = np.zeros(n, dtype=np.bool_)
-            mask[slot] = True
+    # free room of every domain at every level, over the nodes inside
+    room = []
+    for k, ids in enumerate(tree.ids):
+        at = tree.index[k][inside]
+        gpu = np.bincount(at, weights=free_gpu[inside], minlength=len(ids))
+        cpu = np.bincount(at, weights=free_cpu[inside], minlength=len(ids))
+        count = np.bincount(at, minlength=len(ids))
+        room.append((gpu, cpu, count))
     gpu_req = sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY)
     cpu_req = sum(job.pods[i].cpu for i in pods)
 
-    def fits(free: tuple[float, float]) -> bool:
-        return free[0] + EPS >= gpu_req and free[1] >= cpu_req
+    def fits(fg: float, fc: float) -> bool:
+        return fg + EPS >= gpu_req and fc >= cpu_req
 
     out: list[tuple[int, np.ndarray | None]] = []
     for level in levels_to_try(job):
         if level != ROOT:
-            # parent first: a domain sorts by its ancestors' (room, id), then its own
-            chains = {tuple(ids[: level + 1]) for _, ids in paths}
-            keys = sorted(
-                tuple((room[dom], dom) for dom in chain) for chain in chains if fits(room[chain[-1]])
-            )
-            out.extend((level, masks[key[-1][1]]) for key in keys)
+            gpu, cpu, count = room[level]
+            keys = []
+            for d in range(len(tree.ids[level])):
+                if count[d] and fits(float(gpu[d]), float(cpu[d])):
+                    keys.append(_tree_key(tree, room, level, d))
+            keys.sort()
+            out.extend((level, inside & (tree.index[level] == key[-1][2])) for key in keys)
         elif not topo.levels:
             out.append((ROOT, None))
-        elif paths:
-            mask = np.zeros(n, dtype=np.bool_)
-            mask[[slot for slot, _ in paths]] = True
-            total = (float(free_gpu[mask].sum()), float(free_cpu[mask].sum()))
-            if fits(total):
-                out.append((ROOT, mask))
+        elif inside.any() and fits(float(free_gpu[inside].sum()), float(free_cpu[inside].sum())):
+            out.append((ROOT, inside))
     return out
+
+
+def _tree_key(tree: _Levels, room: list, level: int, d: int) -> tuple:
+    """Parent first: the (free room, id) of each ancestor from the widest level down, then the domain's."""
+    chain = []
+    for k in range(level, -1, -1):
+        gpu, cpu, _ = room[k]
+        chain.append(((float(gpu[d]), float(cpu[d])), tree.ids[k][d], d))
+        d = int(tree.parent[k][d])
+    return tuple(reversed(chain))
 
 
 def _free(s: Session) -> tuple[np.ndarray, np.ndarray]:
