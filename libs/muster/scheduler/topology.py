@@ -8,13 +8,14 @@ Without one, the level is a node label on its own and its values are the domains
 Candidates, tried in order until the job's pods all fit inside one: the domains of every level from the
 preferred level (the required one if none) up to the required level, deepest level first; with no
 required level, at last the whole topology (without a Topology: every node). Within a level the domains
-follow the tree parent first, and at each parent the child with the least free room that still holds
-the job first (bin-packing), ties by id. A domain is a candidate only if its free GPUs and CPU cover the
+follow the tree parent first, and at each parent the child the job fills most first (KAI's bin-packing
+ratio: the request over the free room in its dominant resource), ties by id. A domain is a candidate only if its free GPUs and CPU cover the
 pods' sum. At the required level a job whose pods already run is kept to the domains they run in (and
 the domains below them).
 
 Allocate places by ``place_in_domain``; the victim solver (reclaim, preempt, consolidate) places the
-pending job through it too, so a scenario counts only if the job lands inside one domain.
+pending job and every moved victim through it too, so a scenario counts only if each lands inside one
+domain of its own constraint.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def levels_to_try(job: Job) -> list[int]:
         # a bare label: only that level, then anywhere when it is only preferred
         return [0] if topo.required else [0, ROOT]
     start = labels.index(topo.preferred) if topo.preferred else required
-    out = list(range(start, required - 1 if required != ROOT else -1, -1))
-    return out + [ROOT] if required == ROOT else out
+    if required == ROOT:
+        return [*range(start, -1, -1), ROOT]
+    return list(range(start, required - 1, -1))
 
 
 def constrained_labels(job: Job) -> tuple[str, ...]:
@@ -147,54 +149,62 @@ def candidate_masks(s: Session, job: Job, pods: list[int]) -> list[tuple[int, np
             ids = tree.ids[required]
             keep = np.array([dom in pinned for dom in ids] + [False], dtype=np.bool_)
             inside &= keep[tree.index[required]]
-    free_gpu, free_cpu = _free(s)
-    # free room of every domain at every level, over the nodes inside
-    room = []
-    for k, ids in enumerate(tree.ids):
-        at = tree.index[k][inside]
-        gpu = np.bincount(at, weights=free_gpu[inside], minlength=len(ids))
-        cpu = np.bincount(at, weights=free_cpu[inside], minlength=len(ids))
-        count = np.bincount(at, minlength=len(ids))
-        room.append((gpu, cpu, count))
-    gpu_req = sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY)
-    cpu_req = sum(job.pods[i].cpu for i in pods)
+    free = _free(s)  # per node: whole GPUs, CPU, memory (idle or releasing)
+    # free room of every domain at every level, over the nodes inside: one row per resource
+    room = [
+        np.stack([np.bincount(tree.index[k][inside], weights=f[inside], minlength=len(ids)) for f in free])
+        for k, ids in enumerate(tree.ids)
+    ]
+    count = [np.bincount(tree.index[k][inside], minlength=len(ids)) for k, ids in enumerate(tree.ids)]
+    want = np.array(
+        [
+            sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY),
+            sum(job.pods[i].cpu for i in pods),
+            sum(job.pods[i].memory for i in pods),
+        ],
+        dtype=np.float64,
+    )
 
-    def fits(fg: float, fc: float) -> bool:
-        return fg + EPS >= gpu_req and fc >= cpu_req
+    def fits(free_room: np.ndarray) -> bool:
+        return free_room[0] + EPS >= want[0] and free_room[1] >= want[1]
 
     out: list[tuple[int, np.ndarray | None]] = []
     for level in levels_to_try(job):
         if level != ROOT:
-            gpu, cpu, count = room[level]
-            keys = []
-            for d in range(len(tree.ids[level])):
-                if count[d] and fits(float(gpu[d]), float(cpu[d])):
-                    keys.append(_tree_key(tree, room, level, d))
-            keys.sort()
+            fitting = [d for d in range(len(tree.ids[level])) if count[level][d] and fits(room[level][:, d])]
+            keys = sorted(_tree_key(tree, room, want, level, d) for d in fitting)
             out.extend((level, inside & (tree.index[level] == key[-1][2])) for key in keys)
         elif not topo.levels:
             out.append((ROOT, None))
-        elif inside.any() and fits(float(free_gpu[inside].sum()), float(free_cpu[inside].sum())):
+        elif inside.any() and fits(np.array([f[inside].sum() for f in free])):
             out.append((ROOT, inside))
     return out
 
 
-def _tree_key(tree: _Levels, room: list, level: int, d: int) -> tuple:
-    """Parent first: the (free room, id) of each ancestor from the widest level down, then the domain's."""
+NOT_IN_DOMAIN_RATIO = 1000.0
+"""KAI's ratio for a requested resource the domain has none of free."""
+
+
+def _tree_key(tree: _Levels, room: list[np.ndarray], want: np.ndarray, level: int, d: int) -> tuple:
+    """Parent first: (-ratio, id) of each ancestor from the widest level down, then the domain's own; the
+    ratio is KAI's bin-packing one, the job's request over the domain's free room in its dominant
+    resource, so the domain the job fills most comes first, ties by id."""
     chain = []
     for k in range(level, -1, -1):
-        gpu, cpu, _ = room[k]
-        chain.append(((float(gpu[d]), float(cpu[d])), tree.ids[k][d], d))
+        free = room[k][:, d]
+        ratios = [w / f if f > 0 else NOT_IN_DOMAIN_RATIO for w, f in zip(want, free, strict=True) if w > 0]
+        chain.append((-max(ratios, default=0.0), tree.ids[k][d], d))
         d = int(tree.parent[k][d])
     return tuple(reversed(chain))
 
 
-def _free(s: Session) -> tuple[np.ndarray, np.ndarray]:
-    """Whole free GPUs and free CPU per node slot."""
+def _free(s: Session) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Whole free GPUs, free CPU and free memory per node slot."""
     ints, dev = s.nodes.ints, s.nodes.dev
     free_gpu = (dev[pl.D_USED] <= EPS).sum(axis=1) - np.maximum(0, dev.shape[2] - ints[:, pl.N_GPUS])
     free_cpu = ints[:, pl.N_CPU_CAP] - ints[:, pl.N_CPU_USED]
-    return free_gpu, free_cpu
+    free_mem = ints[:, pl.N_MEM_CAP] - ints[:, pl.N_MEM_USED]
+    return free_gpu, free_cpu, free_mem
 
 
 def running_domains(s: Session, job: Job, level: int) -> set[str]:
