@@ -155,7 +155,16 @@ def candidate_masks(s: Session, job: Job, pods: list[int]) -> list[tuple[int, np
         np.stack([np.bincount(tree.index[k][inside], weights=f[inside], minlength=len(ids)) for f in free])
         for k, ids in enumerate(tree.ids)
     ]
-    count = [np.bincount(tree.index[k][inside], minlength=len(ids)) for k, ids in enumerate(tree.ids)]
+    copies = _copies(job, pods, free)
+    # pods of the job each domain could hold (by KAI's per-node division when the pods are alike), else
+    # how many nodes it has: the sums alone decide
+    count = [
+        np.bincount(
+            tree.index[k][inside], weights=None if copies is None else copies[inside], minlength=len(ids)
+        )
+        for k, ids in enumerate(tree.ids)
+    ]
+    least = 1 if copies is None else len(pods)
     want = np.array(
         [
             sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY),
@@ -171,14 +180,37 @@ def candidate_masks(s: Session, job: Job, pods: list[int]) -> list[tuple[int, np
     out: list[tuple[int, np.ndarray | None]] = []
     for level in levels_to_try(job):
         if level != ROOT:
-            fitting = [d for d in range(len(tree.ids[level])) if count[level][d] and fits(room[level][:, d])]
+            held = count[level]
+            fitting = [d for d in range(len(tree.ids[level])) if held[d] >= least and fits(room[level][:, d])]
             keys = sorted(_tree_key(tree, room, want, level, d) for d in fitting)
             out.extend((level, inside & (tree.index[level] == key[-1][2])) for key in keys)
         elif not topo.levels:
             out.append((ROOT, None))
-        elif inside.any() and fits(np.array([f[inside].sum() for f in free])):
+        elif (
+            inside.any()
+            and fits(np.array([f[inside].sum() for f in free]))
+            and (copies is None or copies[inside].sum() >= least)
+        ):
             out.append((ROOT, inside))
     return out
+
+
+def _copies(job: Job, pods: list[int], free: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """KAI's capacity test when all pods to place are alike (§5.5): how many of them each node could hold,
+    the least over requested resources of its free room divided by one pod's request, rounded down. None
+    when they differ or share devices (fractions, GPU memory): then only the domain's sums are tested."""
+    first = job.pods[pods[0]]
+    if first.kind not in (pl.WHOLE, pl.CPU_ONLY):
+        return None
+    shape = (first.gpu, first.gpu_memory, first.cpu, first.memory, first.kind)
+    if any((p.gpu, p.gpu_memory, p.cpu, p.memory, p.kind) != shape for p in (job.pods[i] for i in pods)):
+        return None
+    per = (first.gpu if first.kind == pl.WHOLE else 0.0, first.cpu, first.memory)
+    held = np.full(free[0].shape[0], float(len(pods)))
+    for amount, room in zip(per, free, strict=True):
+        if amount > 0:
+            held = np.minimum(held, np.floor((room + EPS) / amount))
+    return np.maximum(held, 0.0)
 
 
 NOT_IN_DOMAIN_RATIO = 1000.0

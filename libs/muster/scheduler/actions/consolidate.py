@@ -46,8 +46,8 @@ class ConsolidateAction:
             return
         key = shape_key(s, job, pods)
         if job.topology is not None:
-            # where it may go depends on its own constraint and running pods: its failure is its own
-            key = (*key, job.name)
+            # where it may go depends on its constraint and, once it runs, on where its pods run
+            key = (*key, job.topology, job.name if s.active(job) else None)
         if key in failed:
             return
         by_leaf = {
