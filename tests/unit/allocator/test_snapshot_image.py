@@ -216,3 +216,15 @@ def test_the_state_a_log_folds_to_does_not_depend_on_how_the_allocator_decides(m
     assert codec.digest_of(fold_all(other, messages[half:])) == codec.digest_of(
         fold_all(new_fold(), messages)
     )
+
+
+def test_a_jobs_topology_constraint_with_its_levels_survives_an_image():
+    from muster import events as ev
+
+    topology = ev.Topology(name="dc", levels=("zone", "rack"), required="zone", preferred="rack")
+    group = ev.PodGroupCreated(name="j", queue="q", topology=topology, pods=[ev.PodSpec()])
+    fold = new_fold()
+    fold.fold(1, [group])
+    restored = new_fold()
+    codec.restore_image(restored, codec.image_of(fold).data)
+    assert restored.engine.state.jobs["j"].topology == topology

@@ -13,7 +13,9 @@ are evicted). A victim placed again is moved (pipelined, onto releasing
 devices before idle ones as KAI charges a pipelined pod, so a spread gang
 packs onto one node), the rest are killed; consolidation demands that
 every victim moves. The evicting job's own pods keep allocate's choice,
-idle devices first: those that fit there bind at once. The first scenario
+idle devices first: those that fit there bind at once. A job with a topology
+constraint, the evicting one or a moved victim, lands inside one domain of it
+(``scheduler/topology.py``), as allocate places it. The first scenario
 that places the job's pods is kept; nothing leaves the statement until the
 caller validates and commits.
 """
