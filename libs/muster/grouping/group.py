@@ -311,6 +311,11 @@ def group_manifests(
         except ManifestError as exc:
             raise (exc.in_document(group.index) if many else exc) from None
         events.append(event)
+    if not events and topologies:
+        raise ManifestError(
+            "",
+            "a Topology is read with the workloads that name it: submit them in one file (muster holds none)",
+        )
     if not events:
         raise ManifestError("", "no document in the submission runs any pod")
     return events

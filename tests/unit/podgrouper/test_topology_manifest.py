@@ -105,3 +105,8 @@ def test_without_a_topology_in_the_submission_the_levels_are_node_labels():
         group_yaml(job("{kai.scheduler/topology: t, kai.scheduler/topology-required-placement: rack}"))
     )
     assert group.topology == Topology(required="rack")
+
+
+def test_a_topology_submitted_alone_is_refused_saying_to_submit_it_with_its_workloads():
+    with pytest.raises(ManifestError, match="with the workloads that name it"):
+        group_yaml(NETWORK)
