@@ -66,7 +66,8 @@ def describe(req: PodReq) -> str:
     parts = []
     if req.kind == pl.MEMORY:
         parts.append(f"{amount(2, req.gpu_memory)} of gpu memory")
-    elif req.gpu:
+    elif req.kind != pl.CPU_ONLY:
+        # devices or a fraction; a MIG pod's GPUs are its instances, listed with the extended resources
         parts.append(f"{_num(req.gpu)} gpu")
     if req.cpu:
         parts.append(f"{amount(1, req.cpu)} cpu")

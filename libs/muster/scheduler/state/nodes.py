@@ -13,8 +13,8 @@ import msgspec
 import numpy as np
 
 from muster import events as ev
+from muster import mig, runtimes
 from muster import placement_predicates as predicates
-from muster import runtimes
 from muster.kernels import placement as pl
 
 from . import planes
@@ -231,12 +231,17 @@ class NodeTable:
         return mask
 
     def totals(self) -> np.ndarray:
-        """gpu devices, cpu millicores, memory bytes over every node served."""
+        """gpu, cpu millicores, memory bytes over every node served; gpu counts devices and, as KAI's
+        total does (§4, §17), g GPUs per MIG instance of a ``<g>g`` profile a node offers."""
         mask = self.served_mask()
         ints = self.arrays.ints
+        gpus = int(ints[mask, pl.N_GPUS].sum())
+        per_instance = mig.gpus_per_instance(self.ext_names)
+        if any(per_instance):
+            capacity = self.arrays.ext[pl.E_CAP][mask]
+            gpus += int((capacity[:, : len(per_instance)] @ np.array(per_instance, dtype=np.int64)).sum())
         return np.array(
-            [ints[mask, pl.N_GPUS].sum(), ints[mask, pl.N_CPU_CAP].sum(), ints[mask, pl.N_MEM_CAP].sum()],
-            dtype=np.float64,
+            [gpus, ints[mask, pl.N_CPU_CAP].sum(), ints[mask, pl.N_MEM_CAP].sum()], dtype=np.float64
         )
 
     # -- snapshots ------------------------------------------------------------------------------
