@@ -65,6 +65,13 @@ def gpus(extended: Mapping[str, int | float]) -> int:
     return total
 
 
+def pod_gpus(gpu: float, extended: Mapping[str, int | float]) -> float:
+    """The GPUs a pod asking for ``gpu`` (devices, or a fraction of one) and ``extended`` counts for against
+    quota, before its node is known: its devices plus g per MIG instance. (A gpu-memory pod's share depends
+    on the device it lands on: ``scheduler/state/pods.py`` ``gpu_accounting``.)"""
+    return float(gpu) + gpus(extended)
+
+
 def gpus_per_instance(names: list[str]) -> list[int]:
     """For each resource in ``names`` (a node table's extended columns), the GPUs one unit of it counts
     for: g for a MIG profile, 0 for anything else."""

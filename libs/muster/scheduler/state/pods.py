@@ -88,7 +88,7 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
     return PodReq(
         # the pod's GPU quantity for its queue: a MIG pod's instances are folded in here, so the
         # accounting, the capacity checks and the kernels all read one figure
-        gpu=float(r.gpu) + mig.gpus(r.extended),
+        gpu=mig.pod_gpus(r.gpu, r.extended),
         gpu_memory=int(r.gpu_memory),
         cpu=int(r.cpu),
         memory=int(r.memory),
