@@ -122,3 +122,14 @@ def test_an_agent_node_that_declares_mig_capacity_takes_a_mig_pod():
     )
     out = a.cycle(1.0, cycle=1)
     assert [(d.job, d.node) for d in out.decisions if isinstance(d, ev.BindRequested)] == [("cmd", "box")]
+
+
+def test_a_job_whose_pod_names_a_mig_profile_muster_cannot_count_waits_saying_why():
+    a = allocator(
+        mig_node("a100", **{"1g.10gb": 7}), queue("team", gpu_quota=2), mig_job("team", "odd", "1g.10gb+me")
+    )
+    out = a.cycle(1.0, cycle=1)
+    assert not [d for d in out.decisions if isinstance(d, ev.BindRequested)]
+    assert out.reasons["odd"].startswith(
+        "invalid pod request: pods[0].resources.extended['nvidia.com/mig-1g.10gb+me']"
+    )
