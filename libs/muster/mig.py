@@ -9,17 +9,31 @@ each instance as **g GPUs** against quota, not as a fraction of a device (kai-se
 the same way. Where a pod may run is the extended-resource rule: only on a node that has enough
 instances of its profile free.
 
-This is the one home of the rule: the allocator's pod requests (``scheduler/state/pods.py``) and
-node totals, the scenario loader and the pod-grouper all ask it.
+KAI's node predicate also sorts pods by what they ask for (``node_info.PredicateByNodeResourcesType``):
+on a MIG-enabled node labelled ``nvidia.com/mig.strategy: mixed`` only MIG pods run, on one labelled
+``single`` (its instances shown as whole GPUs) only whole-GPU pods; no MIG pod runs on a node that is
+not MIG-enabled. CPU-only pods run anywhere (``node_admits``).
+
+This is the one home of these rules: the allocator's pod requests (``scheduler/state/pods.py``), node
+totals and eligible nodes, the scenario loader and the pod-grouper all ask it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 PREFIX = "nvidia.com/mig-"
 """Every MIG resource name starts so (KAI's ``IsMigResource``)."""
+ENABLED_LABEL = "node-role.kubernetes.io/mig-enabled"
+"""A node label saying whether the node is MIG-enabled (KAI's default ``MIGWorkerNodeLabelKey``); without it
+a node is MIG-enabled when it offers some MIG instance."""
+STRATEGY_LABEL = "nvidia.com/mig.strategy"
+"""The GPU operator's MIG strategy of a node: ``mixed`` or ``single`` (anything else: none)."""
+
+# What a pod asks for, as KAI's node predicate tells pods apart.
+CPU_ONLY, REGULAR, SHARED, MIG = "", "regular", "shared", "mig"
+_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
 
 _PROFILE = re.compile(r"nvidia\.com/mig-([0-9]+)g\.([0-9]+)gb")
 SPELLING = "nvidia.com/mig-<g>g.<m>gb"
@@ -94,3 +108,35 @@ def check_request(gpu: float, gpu_memory: int, extended: Mapping[str, int | floa
         for name in sorted(extended):
             if name.startswith(PREFIX) and extended[name]:
                 raise MigError(name, "a pod asks for MIG instances or for GPUs (gpu, gpu_memory), not both")
+
+
+def request_type(whole: bool, shared: bool, extended_names: Iterable[str]) -> str:
+    """What a pod asks for: ``MIG`` instances, ``REGULAR`` whole GPUs (``whole``), a ``SHARED`` device (a
+    fraction or GPU memory), or nothing (``CPU_ONLY``)."""
+    if any(name.startswith(PREFIX) for name in extended_names):
+        return MIG
+    if whole:
+        return REGULAR
+    return SHARED if shared else CPU_ONLY
+
+
+def node_admits(labels: Mapping[str, str], extended: Mapping[str, int], request: str) -> bool:
+    """Whether a node with ``labels`` offering ``extended`` may take a pod of ``request`` type (KAI's
+    ``PredicateByNodeResourcesType``): a MIG pod needs a MIG-enabled node; a MIG-enabled node of strategy
+    ``mixed`` takes only MIG pods and one of strategy ``single`` only whole-GPU pods."""
+    if request == CPU_ONLY:
+        return True
+    label = labels.get(ENABLED_LABEL)
+    if label is not None:
+        # Go's strconv.ParseBool; a value it cannot read is "not enabled"
+        enabled = label in _GO_TRUE
+    else:
+        enabled = any(name.startswith(PREFIX) and count > 0 for name, count in extended.items())
+    if not enabled:
+        return request != MIG
+    strategy = labels.get(STRATEGY_LABEL)
+    if strategy == "single":
+        return request == REGULAR
+    if strategy == "mixed":
+        return request == MIG
+    return True

@@ -56,6 +56,32 @@ def test_instances_of_several_profiles_add_up_and_other_resources_count_nothing(
     assert mig.gpus(extended) == 7
 
 
+MIXED = {mig.STRATEGY_LABEL: "mixed"}
+SINGLE = {mig.ENABLED_LABEL: "true", mig.STRATEGY_LABEL: "single"}
+INSTANCES = {"nvidia.com/mig-1g.10gb": 7}
+
+
+@pytest.mark.parametrize(
+    ("labels", "extended", "asks", "admitted"),
+    [
+        (MIXED, INSTANCES, mig.MIG, True),
+        (MIXED, INSTANCES, mig.REGULAR, False),
+        (MIXED, INSTANCES, mig.SHARED, False),
+        (MIXED, INSTANCES, mig.CPU_ONLY, True),
+        (SINGLE, {}, mig.REGULAR, True),
+        (SINGLE, {}, mig.SHARED, False),
+        (SINGLE, {}, mig.MIG, False),
+        ({}, INSTANCES, mig.REGULAR, True),  # MIG-enabled by its instances, no strategy: anything
+        ({}, {}, mig.MIG, False),  # not MIG-enabled
+        ({mig.ENABLED_LABEL: "false"}, INSTANCES, mig.MIG, False),  # the label wins over the instances
+        ({mig.ENABLED_LABEL: "yes"}, {}, mig.MIG, False),  # Go's ParseBool does not read "yes"
+        ({mig.STRATEGY_LABEL: "mixed"}, {}, mig.REGULAR, True),  # a strategy on a node not MIG-enabled
+    ],
+)
+def test_a_nodes_mig_strategy_admits_one_kind_of_gpu_pod(labels, extended, asks, admitted):
+    assert mig.node_admits(labels, extended, asks) is admitted
+
+
 # -- a pod's GPU quantity ---------------------------------------------------------------------------
 
 

@@ -32,6 +32,8 @@ class Offer(NamedTuple):
     """GPU devices on every node of the pool."""
     taints: tuple[ev.Taint, ...] = ()
     """Every distinct taint on the pool's schedulable nodes that run the pod's runtime, in first-seen order."""
+    mig_strategies: tuple[str, ...] = ()
+    """Every distinct MIG strategy label (``muster.mig.STRATEGY_LABEL``) on those nodes, sorted."""
 
 
 @dataclass(slots=True)
@@ -186,8 +188,9 @@ class NodeTable:
         """Slots of the nodes a pod of ``pool`` with ``spec_key`` (``PodReq.spec_key``) may use: in that
         pool, schedulable, running pods of its runtime, with the labels it selects, one of the GPU models
         it names (if any), every extended resource it asks for, its NoSchedule and NoExecute taints
-        tolerated and its required node affinity met (``muster.placement_predicates``)."""
-        selector, models, ext_names, runtime, tolerations, affinity = spec_key
+        tolerated and its required node affinity met (``muster.placement_predicates``), and the node's
+        MIG strategy admitting its kind of GPU request (``muster.mig.node_admits``)."""
+        selector, models, ext_names, runtime, tolerations, affinity, gpu_request = spec_key
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
             spec = node.spec
@@ -203,6 +206,8 @@ class NodeTable:
                 continue
             if affinity and not predicates.affinity_matches(affinity, spec.name, spec.labels):
                 continue
+            if gpu_request and not mig.node_admits(spec.labels, spec.resources.extended, gpu_request):
+                continue
             mask[node.slot] = True
         return mask
 
@@ -210,6 +215,7 @@ class NodeTable:
         """What the nodes of ``pool`` offer a pod of ``runtime``, schedulable or not."""
         kinds: set[str] = set()
         taints: dict[ev.Taint, None] = {}
+        strategies: set[str] = set()
         nodes = all_gpus = 0
         for node in self.nodes.values():
             spec = node.spec
@@ -221,7 +227,9 @@ class NodeTable:
             nodes += runs
             if runs and not spec.unschedulable:
                 taints.update(dict.fromkeys(spec.taints))
-        return Offer(tuple(sorted(kinds)), nodes, all_gpus, tuple(taints))
+                if mig.STRATEGY_LABEL in spec.labels:
+                    strategies.add(spec.labels[mig.STRATEGY_LABEL])
+        return Offer(tuple(sorted(kinds)), nodes, all_gpus, tuple(taints), tuple(sorted(strategies)))
 
     def served_mask(self) -> np.ndarray:
         """Which slots hold a node."""

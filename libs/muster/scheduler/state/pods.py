@@ -67,6 +67,14 @@ class PodReq:
             self.runtime,
             self.tolerations,
             self.node_affinity,
+            self.gpu_request,
+        )
+
+    @property
+    def gpu_request(self) -> str:
+        """What kind of GPU it asks for, as KAI's node predicate tells pods apart (``muster.mig``)."""
+        return mig.request_type(
+            self.kind == pl.WHOLE, self.kind in (pl.FRACTION, pl.MEMORY), (name for name, _ in self.ext)
         )
 
 
