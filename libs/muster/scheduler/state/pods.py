@@ -56,6 +56,9 @@ class PodReq:
     tolerations: tuple[ev.Toleration, ...] = ()
     node_affinity: tuple[ev.NodeSelectorTerm, ...] = ()
     """Required node affinity terms (one must match)."""
+    gpu_request: str = mig.CPU_ONLY
+    """What kind of GPU it asks for, as KAI's node predicate tells pods apart (``muster.mig.request_type``):
+    a node's MIG strategy admits one kind only."""
 
     @property
     def spec_key(self) -> tuple:
@@ -68,13 +71,6 @@ class PodReq:
             self.tolerations,
             self.node_affinity,
             self.gpu_request,
-        )
-
-    @property
-    def gpu_request(self) -> str:
-        """What kind of GPU it asks for, as KAI's node predicate tells pods apart (``muster.mig``)."""
-        return mig.request_type(
-            self.kind == pl.WHOLE, self.kind in (pl.FRACTION, pl.MEMORY), (name for name, _ in self.ext)
         )
 
 
@@ -93,6 +89,7 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         mig.check_request(r.gpu, r.gpu_memory, r.extended)
     except mig.MigError as e:
         invalid = f"{path}.resources.extended[{e.name!r}]: {e.message}"
+    ext = tuple(sorted((k, int(v)) for k, v in r.extended.items() if v))
     return PodReq(
         # the pod's GPU quantity for its queue: a MIG pod's instances are folded in here, so the
         # accounting, the capacity checks and the kernels all read one figure
@@ -100,7 +97,7 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         gpu_memory=int(r.gpu_memory),
         cpu=int(r.cpu),
         memory=int(r.memory),
-        ext=tuple(sorted((k, int(v)) for k, v in r.extended.items() if v)),
+        ext=ext,
         node_selector=tuple(sorted(spec.node_selector.items())),
         gpu_models=tuple(sorted(spec.gpu_models)),
         subgroup=spec.subgroup,
@@ -111,6 +108,7 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         runtime=runtime,
         tolerations=tuple(spec.tolerations),
         node_affinity=tuple(spec.node_affinity),
+        gpu_request=mig.request_type(kind == pl.WHOLE, kind in (pl.FRACTION, pl.MEMORY), (k for k, _ in ext)),
     )
 
 
