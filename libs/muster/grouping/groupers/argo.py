@@ -176,6 +176,7 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
         tolerations=own[0] if template.get("tolerations") else workflow[0],
         node_affinity=own[1] if template.get("affinity") is not None else workflow[1],
         secret_env=secret_env([*init, *containers]),
+        spec_path=tpath,
     )
     priority = get_str(template, "priorityClassName", tpath) or get_str(
         walk.spec, "podPriorityClassName", walk.spath
