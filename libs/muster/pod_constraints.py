@@ -8,11 +8,20 @@ error under its own path. What muster honours, and how it matches, is ``muster.p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from muster import placement_predicates as pp
-from muster.events import NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from muster.events import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    Taint,
+    Toleration,
+)
 from muster.field_paths import join
+from muster.pod_affinity import SELECTOR_OPERATORS
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -111,15 +120,15 @@ def taints(raw: Any, path: str) -> list[Taint]:
 # -- affinity --------------------------------------------------------------------------------------
 
 
+AFFINITY_KINDS = ("nodeAffinity", "podAffinity", "podAntiAffinity")
+
+
 def node_affinity(raw: Any, path: str) -> list[NodeSelectorTerm]:
-    """The required node affinity terms of a pod spec's ``affinity``; pod (anti-)affinity and preferred
-    node affinity are refused by name (KAI does not score the latter; muster does not run the former)."""
+    """The required node affinity terms of a pod spec's ``affinity``; preferred node affinity is refused
+    by name (KAI does not score it). Pod (anti-)affinity is ``pod_affinity``'s."""
     if raw is None:
         return []
-    affinity = _map(raw, path, ("nodeAffinity", "podAffinity", "podAntiAffinity"))
-    for kind in ("podAffinity", "podAntiAffinity"):
-        if affinity.get(kind):
-            raise ConstraintError(join(path, kind), NOT_HONOURED)
+    affinity = _map(raw, path, AFFINITY_KINDS)
     npath = join(path, "nodeAffinity")
     node = affinity.get("nodeAffinity")
     if node is None:
@@ -183,13 +192,116 @@ def _requirement(raw: Any, path: str, *, fields: bool) -> NodeSelectorRequiremen
     return NodeSelectorRequirement(key=key, operator=operator, values=tuple(values))
 
 
+# -- pod affinity and anti-affinity -----------------------------------------------------------------
+
+# Fields of a PodAffinityTerm muster cannot honour: it has no namespaces (a term selects among every job's
+# pods), and matchLabelKeys / mismatchLabelKeys read labels muster's pods do not carry (pod-template-hash).
+_TERM_UNHONOURED = {
+    "namespaces": "muster has no namespaces: a term selects among the pods of every job",
+    "namespaceSelector": "muster has no namespaces: a term selects among the pods of every job",
+    "matchLabelKeys": NOT_HONOURED,
+    "mismatchLabelKeys": NOT_HONOURED,
+}
+
+
+def pod_affinity(raw: Any, path: str) -> tuple[list[PodAffinityTerm], list[PodAffinityTerm]]:
+    """The required pod affinity and anti-affinity terms of a pod spec's ``affinity``. Preferred terms
+    are refused by name: KAI scores them (kai-semantics §5.3), muster does not yet."""
+    if raw is None:
+        return [], []
+    affinity = _map(raw, path, AFFINITY_KINDS)
+    out: list[list[PodAffinityTerm]] = []
+    for kind in ("podAffinity", "podAntiAffinity"):
+        kpath = join(path, kind)
+        part = affinity.get(kind)
+        if part is None:
+            out.append([])
+            continue
+        part = _map(part, kpath, (REQUIRED, PREFERRED))
+        if part.get(PREFERRED):
+            raise ConstraintError(
+                join(kpath, PREFERRED), f"{NOT_HONOURED} (KAI scores it; muster does not yet)"
+            )
+        rpath = join(kpath, REQUIRED)
+        out.append([_pod_term(t, join(rpath, i)) for i, t in enumerate(_list(part.get(REQUIRED), rpath))])
+    return out[0], out[1]
+
+
+def _pod_term(raw: Any, path: str) -> PodAffinityTerm:
+    term = _map(raw, path, ("labelSelector", "topologyKey", *_TERM_UNHONOURED))
+    for key, why in _TERM_UNHONOURED.items():
+        if term.get(key) is not None and term.get(key) != []:
+            raise ConstraintError(join(path, key), why)
+    key = _str(term, "topologyKey", path)
+    if not key:
+        raise ConstraintError(join(path, "topologyKey"), "required field is missing")
+    spath = join(path, "labelSelector")
+    raw_selector = term.get("labelSelector")
+    selector = None if raw_selector is None else label_selector(raw_selector, spath)
+    return PodAffinityTerm(label_selector=selector, topology_key=key)
+
+
+def label_selector(raw: Any, path: str) -> LabelSelector:
+    """A meta/v1 LabelSelector; ``matchLabels`` becomes ``In`` requirements of one value each (sorted by
+    key, before ``matchExpressions``), which is what Kubernetes takes them for."""
+    sel = _map(raw, path, ("matchLabels", "matchExpressions"))
+    lpath, epath = join(path, "matchLabels"), join(path, "matchExpressions")
+    labels = sel.get("matchLabels")
+    reqs: list[LabelSelectorRequirement] = []
+    if labels is not None:
+        if not isinstance(labels, dict):
+            raise ConstraintError(lpath, f"expected a mapping, got {_type_name(labels)}")
+        for k in sorted(labels, key=str):
+            reqs.append(LabelSelectorRequirement(key=str(k), operator="In", values=(_str(labels, k, lpath),)))
+    for i, r in enumerate(_list(sel.get("matchExpressions"), epath)):
+        reqs.append(_selector_requirement(r, join(epath, i)))
+    return LabelSelector(match_expressions=tuple(reqs))
+
+
+def _selector_requirement(raw: Any, path: str) -> LabelSelectorRequirement:
+    req = _map(raw, path, ("key", "operator", "values"))
+    key = _str(req, "key", path)
+    if not key:
+        raise ConstraintError(join(path, "key"), "required field is missing")
+    operator = _one_of(_str(req, "operator", path), join(path, "operator"), SELECTOR_OPERATORS)
+    vpath = join(path, "values")
+    values = _list(req.get("values"), vpath)
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise ConstraintError(join(vpath, i), f"expected a string, got {_type_name(v)} {v!r}")
+    if operator in ("In", "NotIn") and not values:
+        raise ConstraintError(vpath, f"must not be empty for operator {operator}")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ConstraintError(vpath, f"must be empty for operator {operator}")
+    return LabelSelectorRequirement(key=key, operator=operator, values=tuple(values))
+
+
 # -- a pod spec ------------------------------------------------------------------------------------
 
 
-def from_pod_spec(spec: dict[str, Any]) -> tuple[list[Toleration], list[NodeSelectorTerm]]:
-    """A pod spec's (tolerations, required node affinity terms); paths relative to the spec."""
-    return tolerations(spec.get("tolerations"), "tolerations"), node_affinity(
-        spec.get("affinity"), "affinity"
+class Constraints(NamedTuple):
+    """What of a pod spec restricts its nodes, as muster honours it."""
+
+    tolerations: list[Toleration]
+    node_affinity: list[NodeSelectorTerm]
+    """Required node affinity terms."""
+    pod_affinity: list[PodAffinityTerm]
+    """Required pod affinity terms."""
+    pod_anti_affinity: list[PodAffinityTerm]
+    """Required pod anti-affinity terms."""
+
+
+def from_pod_spec(spec: dict[str, Any]) -> Constraints:
+    """A pod spec's tolerations, required node affinity and required pod (anti-)affinity; paths relative
+    to the spec."""
+    return affinity_constraints(spec.get("tolerations"), spec.get("affinity"))
+
+
+def affinity_constraints(raw_tolerations: Any, raw_affinity: Any) -> Constraints:
+    """``tolerations`` and ``affinity`` as a pod spec spells them (paths ``tolerations``, ``affinity``)."""
+    near, far = pod_affinity(raw_affinity, "affinity")
+    return Constraints(
+        tolerations(raw_tolerations, "tolerations"), node_affinity(raw_affinity, "affinity"), near, far
     )
 
 
@@ -197,7 +309,7 @@ def refuse_unhonoured(spec: dict[str, Any]) -> None:
     """Refuse, by name, a pod-spec field that changes where the pod may run and that muster does not
     honour: ``nodeName``, ``topologySpreadConstraints`` (KAI does not run PodTopologySpread), a container's
     ``hostPort``, DRA ``resourceClaims`` and a container's ``claims``, MIG profiles (``nvidia.com/mig-*``).
-    ``affinity``'s own are refused as it is read (``node_affinity``)."""
+    ``affinity``'s own are refused as it is read (``node_affinity``, ``pod_affinity``)."""
     if spec.get("nodeName"):
         raise ConstraintError("nodeName", f"{NOT_HONOURED}: the scheduler chooses the node")
     if spec.get("topologySpreadConstraints"):

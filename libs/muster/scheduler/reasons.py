@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from muster import placement_predicates as predicates
-from muster import runtimes
+from muster import pod_affinity, runtimes
 from muster.kernels import placement as pl
 
 from .state import Job, Offer, PodReq
@@ -157,3 +157,13 @@ def no_fit(
 
 def invalid_pod(message: str) -> str:
     return f"invalid pod request: {message}"
+
+
+def with_pod_affinity(why: str, req: PodReq) -> str:
+    """A no-fit reason of a pod placed under pod (anti-)affinity: the reason read without those rules,
+    and the rules, which narrow the nodes further."""
+    terms = [f"affinity to {pod_affinity.describe_term(t)}" for t in req.pod_affinity]
+    terms += [f"anti-affinity to {pod_affinity.describe_term(t)}" for t in req.pod_anti_affinity]
+    if not terms:
+        return f"{why}; and other pods' anti-affinity keeps it out of some domains"
+    return f"{why}; and it requires pod {' and '.join(terms)}"

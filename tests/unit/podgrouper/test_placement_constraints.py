@@ -82,14 +82,21 @@ def test_a_gt_requirement_needs_one_integer():
         ({"topologySpreadConstraints": "[{maxSkew: 1, topologyKey: zone}]"}, "topologySpreadConstraints"),
         ({"nodeName": "node-1"}, "nodeName"),
         (
-            {
-                "affinity": "{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: z}]}}"
-            },
-            "affinity.podAntiAffinity",
+            {"affinity": "{podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}"},
+            "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
         ),
         (
-            {"affinity": "{podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{}]}}"},
-            "affinity.podAffinity",
+            {
+                "affinity": "{podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}"
+            },
+            "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        ),
+        (
+            {
+                "affinity": "{podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                "[{topologyKey: z, labelSelector: {}, matchLabelKeys: [pod-template-hash]}]}}"
+            },
+            "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys",
         ),
         (
             {"affinity": "{nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}"},
@@ -101,6 +108,87 @@ def test_a_placement_field_muster_does_not_honour_is_refused_by_name(fields, ref
     err = refusal(pytorch(**fields))
     assert err.path == f"{WORKER_SPEC}.{refused}"
     assert "muster does not honour it" in err.message
+
+
+ANTI = "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def test_required_pod_affinity_terms_and_the_template_labels_reach_the_pods():
+    text = PYTORCH.replace(
+        "      template:\n", "      template:\n        metadata: {labels: {app: train, tier: gpu}}\n"
+    ) + (
+        "          affinity:\n"
+        "            podAffinity:\n"
+        "              requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "                - {labelSelector: {matchLabels: {app: cache}}, topologyKey: zone}\n"
+        "            podAntiAffinity:\n"
+        "              requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "                - labelSelector:\n"
+        "                    matchLabels: {app: train}\n"
+        "                    matchExpressions: [{key: tier, operator: Exists}]\n"
+        "                  topologyKey: kubernetes.io/hostname\n"
+    )
+    pod = only(group_yaml(text)).pods[0]
+    assert pod.labels == {"app": "train", "tier": "gpu"}
+    in_cache = ev.LabelSelectorRequirement(key="app", operator="In", values=("cache",))
+    assert pod.pod_affinity == [
+        ev.PodAffinityTerm(
+            label_selector=ev.LabelSelector(match_expressions=(in_cache,)), topology_key="zone"
+        )
+    ]
+    (term,) = pod.pod_anti_affinity
+    assert term.topology_key == "kubernetes.io/hostname"
+    assert term.label_selector == ev.LabelSelector(
+        match_expressions=(
+            ev.LabelSelectorRequirement(key="app", operator="In", values=("train",)),
+            ev.LabelSelectorRequirement(key="tier", operator="Exists"),
+        )
+    )
+
+
+def test_a_term_without_a_selector_selects_nothing_and_is_kept_so():
+    text = pytorch(
+        affinity="{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: z}]}}"
+    )
+    assert only(group_yaml(text)).pods[0].pod_anti_affinity == [ev.PodAffinityTerm(topology_key="z")]
+
+
+@pytest.mark.parametrize(
+    ("term", "field", "message"),
+    [
+        ("{labelSelector: {}}", "topologyKey", "required field is missing"),
+        ("{topologyKey: z, namespaces: [team-b]}", "namespaces", "muster has no namespaces"),
+        ("{topologyKey: z, namespaceSelector: {}}", "namespaceSelector", "muster has no namespaces"),
+        (
+            "{topologyKey: z, labelSelector: {matchExpressions: [{key: n, operator: Gt, values: ['1']}]}}",
+            "labelSelector.matchExpressions[0].operator",
+            "expected one of In, NotIn, Exists, DoesNotExist",
+        ),
+        (
+            "{topologyKey: z, labelSelector: {matchExpressions: [{key: n, operator: In}]}}",
+            "labelSelector.matchExpressions[0].values",
+            "must not be empty",
+        ),
+        (
+            "{topologyKey: z, labelSelector: {matchLabels: [a]}}",
+            "labelSelector.matchLabels",
+            "expected a mapping",
+        ),
+    ],
+)
+def test_a_pod_affinity_term_muster_cannot_read_or_honour_names_its_field(term, field, message):
+    err = refusal(
+        pytorch(affinity=f"{{podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}")
+    )
+    assert err.path == f"{WORKER_SPEC}.{ANTI}[0].{field}"
+    assert message in err.message
+
+
+def test_preferred_pod_affinity_is_refused_saying_kai_scores_it():
+    err = refusal(
+        pytorch(affinity="{podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}")
+    )
+    assert err.message == "muster does not honour it (KAI scores it; muster does not yet)"
 
 
 def test_a_container_host_port_is_refused_by_name():

@@ -52,6 +52,12 @@ class PodReq:
     tolerations: tuple[ev.Toleration, ...] = ()
     node_affinity: tuple[ev.NodeSelectorTerm, ...] = ()
     """Required node affinity terms (one must match)."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """The pod's labels, sorted: what pod (anti-)affinity terms select."""
+    pod_affinity: tuple[ev.PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[ev.PodAffinityTerm, ...] = ()
+    """Required pod affinity and anti-affinity terms (``muster.pod_affinity``). Not in ``spec_key``: they
+    depend on where other pods are, so the session applies them pod by pod (``PodAffinityView``)."""
 
     @property
     def spec_key(self) -> tuple:
@@ -93,6 +99,9 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         runtime=runtime,
         tolerations=tuple(spec.tolerations),
         node_affinity=tuple(spec.node_affinity),
+        labels=tuple(sorted(spec.labels.items())),
+        pod_affinity=tuple(spec.pod_affinity),
+        pod_anti_affinity=tuple(spec.pod_anti_affinity),
     )
 
 

@@ -1,0 +1,116 @@
+"""Pod affinity and anti-affinity in a cycle: which pods they constrain, and the nodes each such pod may
+use given where every other pod is at that moment (``muster.pod_affinity`` decides).
+
+A pod's static node mask (``NodeTable.eligible``) cannot hold these rules: they depend on pods placed
+earlier in the same cycle, a gang's own included. So a constrained job's pods are placed one at a time,
+each restricted to the nodes this view allows after the ones before it (``Statement.place``), and never
+inside the batch kernel. Pods are constrained when they carry terms of their own, or when a term of
+some job's anti-affinity selects them; while no job has terms, the session has no view and every pod
+keeps the fast path.
+
+Pods that count where they are: those the state holds on a node (binding, pipelined, bound, releasing)
+and not evicted this cycle, those placed this cycle, and those a statement has placed so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from muster import pod_affinity as pa
+from muster.events import PodAffinityTerm
+
+from .state import HOLDING, RELEASING, ClusterState, Job, PodReq
+
+_COUNTED = (*HOLDING, RELEASING)
+
+Placement = tuple[Job, int, int]
+"""(job, pod index, node slot) of a pod placed but not yet in the state."""
+
+
+class PodAffinityView:
+    """One session's view of pod (anti-)affinity; ``evicted`` and ``placed`` are the session's own,
+    read live."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        evicted: dict[str, set[int]],
+        placed: dict[str, dict[int, tuple]],
+    ) -> None:
+        self.state = state
+        self.evicted = evicted
+        self.placed = placed
+        jobs = state.jobs
+        self.anti_terms: tuple[PodAffinityTerm, ...] = tuple(
+            {
+                t: None
+                for name in sorted(state.ledger.pod_affinity_jobs)
+                for req in dict.fromkeys(jobs[name].pods)
+                for t in req.pod_anti_affinity
+            }
+        )
+        """Every anti-affinity term of every job's pods, pending or not: a pod one of them selects may be
+        kept off a domain once that job's pods are placed."""
+        self._constrained: dict[str, bool] = {}
+        self._base: list[tuple[Job, int, int]] | None = None
+        table = state.node_table
+        self.node_labels: list[dict[str, str] | None] = [None] * table.arrays.ints.shape[0]
+        for node in table.nodes.values():
+            self.node_labels[node.slot] = node.spec.labels
+
+    def constrained(self, job: Job) -> bool:
+        """Whether the job's pods must be placed one at a time under these rules: a pod of it has terms,
+        or some job's anti-affinity selects one of its pods."""
+        hit = self._constrained.get(job.name)
+        if hit is None:
+            hit = self._constrained[job.name] = job.name in self.state.ledger.pod_affinity_jobs or any(
+                pa.selects_any(self.anti_terms, dict(req.labels)) for req in dict.fromkeys(job.pods)
+            )
+        return hit
+
+    def _held(self) -> list[tuple[Job, int, int]]:
+        """(job, pod, slot) of every pod the state holds on a node, as the cycle opened."""
+        if self._base is None:
+            self._base = [
+                (job, i, job.node[i])
+                for job in self.state.jobs.values()
+                if job.n_active or job.n_pending < len(job.pods)
+                for i, st in enumerate(job.state)
+                if st in _COUNTED and job.node[i] >= 0
+            ]
+        return self._base
+
+    def _counted(self, pending: Iterable[Placement]) -> list[pa.PlacedPod]:
+        labels = self.node_labels
+        out: list[pa.PlacedPod] = []
+
+        def add(req: PodReq, slot: int) -> None:
+            node = labels[slot] if 0 <= slot < len(labels) else None
+            if node is not None:
+                out.append(pa.PlacedPod(node, dict(req.labels), req.pod_anti_affinity))
+
+        for job, i, slot in self._held():
+            if i not in self.evicted.get(job.name, ()):
+                add(job.pods[i], slot)
+        for name, pods in self.placed.items():
+            job = self.state.jobs[name]
+            for i, (slot, *_) in pods.items():
+                add(job.pods[i], slot)
+        for job, i, slot in pending:
+            add(job.pods[i], slot)
+        return out
+
+    def mask(self, job: Job, pod: int, pending: Iterable[Placement]) -> np.ndarray:
+        """Node slots pod ``pod`` of ``job`` may use under pod (anti-)affinity, counting ``pending``
+        placements (a statement's, not yet committed) besides the session's and the state's."""
+        req = job.pods[pod]
+        allowed = pa.allowed_nodes(
+            dict(req.labels),
+            req.pod_affinity,
+            req.pod_anti_affinity,
+            self._counted(pending),
+            self.node_labels,
+        )
+        return np.array(allowed, dtype=np.bool_)
