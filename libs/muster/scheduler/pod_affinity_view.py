@@ -54,7 +54,8 @@ class PodAffinityView:
         """Every anti-affinity term of every job's pods, pending or not: a pod one of them selects may be
         kept off a domain once that job's pods are placed."""
         self._constrained: dict[str, bool] = {}
-        self._base: list[tuple[Job, int, int]] | None = None
+        self._base: list[tuple[str, int, pa.PlacedPod]] | None = None
+        self._labels: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
         table = state.node_table
         self.node_labels: list[dict[str, str] | None] = [None] * table.arrays.ints.shape[0]
         for node in table.nodes.values():
@@ -70,36 +71,39 @@ class PodAffinityView:
             )
         return hit
 
-    def _held(self) -> list[tuple[Job, int, int]]:
-        """(job, pod, slot) of every pod the state holds on a node, as the cycle opened."""
+    def _held(self) -> list[tuple[str, int, pa.PlacedPod]]:
+        """(job name, pod, the pod as it counts) of every pod the state holds on a node, as the cycle
+        opened; built once a cycle."""
         if self._base is None:
             self._base = [
-                (job, i, job.node[i])
+                (job.name, i, placed)
                 for job in self.state.jobs.values()
                 if job.n_active or job.n_pending < len(job.pods)
                 for i, st in enumerate(job.state)
-                if st in _COUNTED and job.node[i] >= 0
+                if st in _COUNTED and (placed := self._as_placed(job.pods[i], job.node[i])) is not None
             ]
         return self._base
 
+    def _as_placed(self, req: PodReq, slot: int) -> pa.PlacedPod | None:
+        node = self.node_labels[slot] if 0 <= slot < len(self.node_labels) else None
+        if node is None:
+            return None
+        labels = self._labels.get(req.labels)
+        if labels is None:
+            labels = self._labels[req.labels] = dict(req.labels)
+        return pa.PlacedPod(node, labels, req.pod_anti_affinity)
+
     def _counted(self, pending: Iterable[Placement]) -> list[pa.PlacedPod]:
-        labels = self.node_labels
-        out: list[pa.PlacedPod] = []
-
-        def add(req: PodReq, slot: int) -> None:
-            node = labels[slot] if 0 <= slot < len(labels) else None
-            if node is not None:
-                out.append(pa.PlacedPod(node, dict(req.labels), req.pod_anti_affinity))
-
-        for job, i, slot in self._held():
-            if i not in self.evicted.get(job.name, ()):
-                add(job.pods[i], slot)
+        evicted = self.evicted
+        out = [p for name, i, p in self._held() if not evicted or i not in evicted.get(name, ())]
         for name, pods in self.placed.items():
             job = self.state.jobs[name]
             for i, (slot, *_) in pods.items():
-                add(job.pods[i], slot)
+                if (p := self._as_placed(job.pods[i], slot)) is not None:
+                    out.append(p)
         for job, i, slot in pending:
-            add(job.pods[i], slot)
+            if (p := self._as_placed(job.pods[i], slot)) is not None:
+                out.append(p)
         return out
 
     def mask(self, job: Job, pod: int, pending: Iterable[Placement]) -> np.ndarray:
