@@ -230,8 +230,11 @@ def pod_affinity(raw: Any, path: str) -> tuple[list[PodAffinityTerm], list[PodAf
 def _pod_term(raw: Any, path: str) -> PodAffinityTerm:
     term = _map(raw, path, ("labelSelector", "topologyKey", *_TERM_UNHONOURED))
     for key, why in _TERM_UNHONOURED.items():
-        if term.get(key) is not None and term.get(key) != []:
-            raise ConstraintError(join(path, key), why)
+        value = term.get(key)
+        # an empty namespaceSelector (every namespace) asks for what muster does anyway
+        if value in (None, []) or (key == "namespaceSelector" and value == {}):
+            continue
+        raise ConstraintError(join(path, key), why)
     key = _str(term, "topologyKey", path)
     if not key:
         raise ConstraintError(join(path, "topologyKey"), "required field is missing")

@@ -158,7 +158,11 @@ def test_a_term_without_a_selector_selects_nothing_and_is_kept_so():
     [
         ("{labelSelector: {}}", "topologyKey", "required field is missing"),
         ("{topologyKey: z, namespaces: [team-b]}", "namespaces", "muster has no namespaces"),
-        ("{topologyKey: z, namespaceSelector: {}}", "namespaceSelector", "muster has no namespaces"),
+        (
+            "{topologyKey: z, namespaceSelector: {matchLabels: {team: b}}}",
+            "namespaceSelector",
+            "muster has no namespaces",
+        ),
         (
             "{topologyKey: z, labelSelector: {matchExpressions: [{key: n, operator: Gt, values: ['1']}]}}",
             "labelSelector.matchExpressions[0].operator",
@@ -182,6 +186,14 @@ def test_a_pod_affinity_term_muster_cannot_read_or_honour_names_its_field(term, 
     )
     assert err.path == f"{WORKER_SPEC}.{ANTI}[0].{field}"
     assert message in err.message
+
+
+def test_an_empty_namespace_selector_asks_for_every_namespace_as_muster_does():
+    text = pytorch(
+        affinity="{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        "[{topologyKey: z, namespaceSelector: {}}]}}"
+    )
+    assert only(group_yaml(text)).pods[0].pod_anti_affinity == [ev.PodAffinityTerm(topology_key="z")]
 
 
 def test_preferred_pod_affinity_is_refused_saying_kai_scores_it():
