@@ -266,3 +266,24 @@ def test_an_argo_step_takes_its_templates_tolerations_else_the_workflows():
 def test_the_grove_example_keeps_its_fake_node_toleration():
     groups = group_file("podcliqueset/grove__single-node-aggregated.yaml")
     assert {t.key for g in groups for p in g.pods for t in p.tolerations} == {"fake-node"}
+
+
+def test_spark_roles_and_argo_steps_carry_their_pod_labels():
+    spark = only(
+        group_yaml(
+            """
+apiVersion: sparkoperator.k8s.io/v1beta2
+kind: SparkApplication
+metadata: {name: pi}
+spec:
+  driver: {cores: 1, memory: 512m, labels: {role: driver}}
+  executor: {cores: 1, instances: 2, memory: 512m, labels: {role: executor}}
+"""
+        )
+    )
+    assert {role: p.labels for role, p in pods_by_role(spark).items()} == {
+        "driver": {"role": "driver"},
+        "executor": {"role": "executor"},
+    }
+    argo = ARGO.replace("  entrypoint: main\n", "  entrypoint: main\n  podMetadata: {labels: {wf: x}}\n")
+    assert all(g.pods[0].labels == {"wf": "x"} for g in group_yaml(argo))
