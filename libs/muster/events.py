@@ -166,6 +166,15 @@ class PodAffinityTerm(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     topology_key: str
 
 
+class WeightedPodAffinityTerm(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    """core/v1 WeightedPodAffinityTerm: a preferred term, scored by its weight (1-100)."""
+
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
 class SecretEnv(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """An environment variable whose value is a secret (``muster.secrets_store``): the log holds only
     the secret's name, and the agent that starts the pod reads its value, from its owner's secrets."""
@@ -212,6 +221,10 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     pod_anti_affinity: list[PodAffinityTerm] = []
     """Required pod anti-affinity: a node qualifies only if no domain of a term's topology key it is in
     holds a pod the term selects; it keeps other pods it selects out of its own domain too."""
+    preferred_pod_affinity: list[WeightedPodAffinityTerm] = []
+    preferred_pod_anti_affinity: list[WeightedPodAffinityTerm] = []
+    """Preferred pod affinity and anti-affinity: scored, a node whose domains hold pods they select
+    ranking above (affinity) or below (anti-affinity) the others, before any other score."""
 
 
 class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

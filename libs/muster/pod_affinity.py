@@ -13,6 +13,9 @@ a value of the node label ``topology_key``. For a pod P and a node N:
 * **existing pods' anti-affinity**: no placed pod has an anti-affinity term that selects P and whose
   domain (on the placed pod's node) N shares.
 
+Preferred terms score instead (``preference_scores``): KAI places a pod on the highest-scoring node it
+fits, and this score outweighs every other.
+
 muster has no namespaces: a term selects among the pods of every job.
 """
 
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from muster.events import LabelSelector, PodAffinityTerm
+from muster.events import LabelSelector, PodAffinityTerm, WeightedPodAffinityTerm
 from muster.placement_predicates import requirement_holds
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -36,6 +39,9 @@ class PlacedPod(NamedTuple):
     """The labels of the node it is on."""
     labels: Labels
     anti_affinity: Sequence[PodAffinityTerm] = ()
+    affinity: Sequence[PodAffinityTerm] = ()
+    preferred_affinity: Sequence[WeightedPodAffinityTerm] = ()
+    preferred_anti_affinity: Sequence[WeightedPodAffinityTerm] = ()
 
 
 def selector_matches(selector: LabelSelector | None, labels: Labels) -> bool:
@@ -124,6 +130,46 @@ def allowed_nodes(
     """For each node (by position; None: no node there), whether the pod may go there."""
     found = domains(labels, affinity, anti_affinity, placed)
     return [node is not None and node_allowed(node, labels, affinity, anti_affinity, found) for node in nodes]
+
+
+HARD_POD_AFFINITY_WEIGHT = 1
+"""What a placed pod's *required* affinity term that selects the pod adds to its score: kube-scheduler's
+``hardPodAffinityWeight``, at its default (KAI runs the plugin with default arguments)."""
+
+
+def preference_scores(
+    labels: Labels,
+    preferred_affinity: Sequence[WeightedPodAffinityTerm],
+    preferred_anti_affinity: Sequence[WeightedPodAffinityTerm],
+    placed: Iterable[PlacedPod],
+    nodes: Sequence[Labels | None],
+) -> list[int]:
+    """Each node's raw InterPodAffinity score for a pod with ``labels`` (kube-scheduler's, which KAI
+    weighs above every other score and never normalises, kai-semantics.md §5.3): per placed pod, in the
+    domains of its node, + the weight of each of the pod's preferred affinity terms that selects it,
+    - that of each preferred anti-affinity term; + the weight of each of its preferred affinity terms
+    that selects the pod, - its preferred anti-affinity ones; + ``HARD_POD_AFFINITY_WEIGHT`` for each of
+    its required affinity terms that selects the pod. A node scores the sum over its domains."""
+    by_domain: dict[tuple[str, str], int] = {}
+
+    def add(term: PodAffinityTerm, weight: int, selected: Labels, node_labels: Labels) -> None:
+        if selector_matches(term.label_selector, selected) and (d := _domain(term, node_labels)):
+            by_domain[d] = by_domain.get(d, 0) + weight
+
+    for other in placed:
+        for w in preferred_affinity:
+            add(w.pod_affinity_term, w.weight, other.labels, other.node_labels)
+        for w in preferred_anti_affinity:
+            add(w.pod_affinity_term, -w.weight, other.labels, other.node_labels)
+        for t in other.affinity:
+            add(t, HARD_POD_AFFINITY_WEIGHT, labels, other.node_labels)
+        for w in other.preferred_affinity:
+            add(w.pod_affinity_term, w.weight, labels, other.node_labels)
+        for w in other.preferred_anti_affinity:
+            add(w.pod_affinity_term, -w.weight, labels, other.node_labels)
+    if not by_domain:
+        return [0] * len(nodes)
+    return [0 if node is None else sum(by_domain.get(pair, 0) for pair in node.items()) for node in nodes]
 
 
 def selects_any(terms: Iterable[PodAffinityTerm], labels: Labels) -> bool:

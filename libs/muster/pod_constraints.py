@@ -19,6 +19,7 @@ from muster.events import (
     PodAffinityTerm,
     Taint,
     Toleration,
+    WeightedPodAffinityTerm,
 )
 from muster.field_paths import join
 from muster.pod_affinity import SELECTOR_OPERATORS
@@ -204,27 +205,41 @@ _TERM_UNHONOURED = {
 }
 
 
-def pod_affinity(raw: Any, path: str) -> tuple[list[PodAffinityTerm], list[PodAffinityTerm]]:
-    """The required pod affinity and anti-affinity terms of a pod spec's ``affinity``. Preferred terms
-    are refused by name: KAI scores them (kai-semantics §5.3), muster does not yet."""
-    if raw is None:
-        return [], []
-    affinity = _map(raw, path, AFFINITY_KINDS)
-    out: list[list[PodAffinityTerm]] = []
+class PodAffinity(NamedTuple):
+    """A pod spec's pod affinity and anti-affinity terms."""
+
+    required: list[PodAffinityTerm]
+    required_anti: list[PodAffinityTerm]
+    preferred: list[WeightedPodAffinityTerm]
+    preferred_anti: list[WeightedPodAffinityTerm]
+
+
+def pod_affinity(raw: Any, path: str) -> PodAffinity:
+    """The pod affinity and anti-affinity terms of a pod spec's ``affinity``, required and preferred."""
+    parts: dict[str, tuple[list[PodAffinityTerm], list[WeightedPodAffinityTerm]]] = {}
+    affinity = {} if raw is None else _map(raw, path, AFFINITY_KINDS)
     for kind in ("podAffinity", "podAntiAffinity"):
         kpath = join(path, kind)
         part = affinity.get(kind)
-        if part is None:
-            out.append([])
-            continue
-        part = _map(part, kpath, (REQUIRED, PREFERRED))
-        if part.get(PREFERRED):
-            raise ConstraintError(
-                join(kpath, PREFERRED), f"{NOT_HONOURED} (KAI scores it; muster does not yet)"
-            )
-        rpath = join(kpath, REQUIRED)
-        out.append([_pod_term(t, join(rpath, i)) for i, t in enumerate(_list(part.get(REQUIRED), rpath))])
-    return out[0], out[1]
+        part = {} if part is None else _map(part, kpath, (REQUIRED, PREFERRED))
+        rpath, ppath = join(kpath, REQUIRED), join(kpath, PREFERRED)
+        parts[kind] = (
+            [_pod_term(t, join(rpath, i)) for i, t in enumerate(_list(part.get(REQUIRED), rpath))],
+            [_weighted_term(t, join(ppath, i)) for i, t in enumerate(_list(part.get(PREFERRED), ppath))],
+        )
+    (near, near_pref), (far, far_pref) = parts["podAffinity"], parts["podAntiAffinity"]
+    return PodAffinity(near, far, near_pref, far_pref)
+
+
+def _weighted_term(raw: Any, path: str) -> WeightedPodAffinityTerm:
+    item = _map(raw, path, ("weight", "podAffinityTerm"))
+    weight = item.get("weight")
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+        raise ConstraintError(join(path, "weight"), f"expected an integer from 1 to 100, got {weight!r}")
+    tpath = join(path, "podAffinityTerm")
+    if item.get("podAffinityTerm") is None:
+        raise ConstraintError(tpath, "required field is missing")
+    return WeightedPodAffinityTerm(weight=weight, pod_affinity_term=_pod_term(item["podAffinityTerm"], tpath))
 
 
 def _pod_term(raw: Any, path: str) -> PodAffinityTerm:
@@ -283,15 +298,24 @@ def _selector_requirement(raw: Any, path: str) -> LabelSelectorRequirement:
 
 
 class Constraints(NamedTuple):
-    """What of a pod spec restricts its nodes, as muster honours it."""
+    """What of a pod spec restricts or ranks its nodes, as muster honours it."""
 
     tolerations: list[Toleration]
     node_affinity: list[NodeSelectorTerm]
     """Required node affinity terms."""
-    pod_affinity: list[PodAffinityTerm]
-    """Required pod affinity terms."""
-    pod_anti_affinity: list[PodAffinityTerm]
-    """Required pod anti-affinity terms."""
+    pod_affinity: PodAffinity
+
+    def pod_spec_fields(self) -> dict[str, list]:
+        """These constraints as ``PodSpec`` fields."""
+        near = self.pod_affinity
+        return {
+            "tolerations": list(self.tolerations),
+            "node_affinity": list(self.node_affinity),
+            "pod_affinity": list(near.required),
+            "pod_anti_affinity": list(near.required_anti),
+            "preferred_pod_affinity": list(near.preferred),
+            "preferred_pod_anti_affinity": list(near.preferred_anti),
+        }
 
 
 def from_pod_spec(spec: dict[str, Any]) -> Constraints:
@@ -302,9 +326,10 @@ def from_pod_spec(spec: dict[str, Any]) -> Constraints:
 
 def affinity_constraints(raw_tolerations: Any, raw_affinity: Any) -> Constraints:
     """``tolerations`` and ``affinity`` as a pod spec spells them (paths ``tolerations``, ``affinity``)."""
-    near, far = pod_affinity(raw_affinity, "affinity")
     return Constraints(
-        tolerations(raw_tolerations, "tolerations"), node_affinity(raw_affinity, "affinity"), near, far
+        tolerations(raw_tolerations, "tolerations"),
+        node_affinity(raw_affinity, "affinity"),
+        pod_affinity(raw_affinity, "affinity"),
     )
 
 

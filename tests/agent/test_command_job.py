@@ -52,7 +52,7 @@ def test_the_gang_is_every_process_unless_min_says_otherwise():
         ({"affinity": {"podAffinity": {"x": 1}}}, "spec.affinity.podAffinity.x"),
         (
             {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
-            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
         ),
     ],
 )

@@ -128,6 +128,14 @@ def _text(events: list[PodGroupCreated]) -> str:
                 lines.append(
                     "    goes beside " + " and ".join(map(pod_affinity.describe_term, p.pod_affinity))
                 )
+            for w in p.preferred_pod_affinity:
+                lines.append(
+                    f"    prefers beside {pod_affinity.describe_term(w.pod_affinity_term)} (weight {w.weight})"
+                )
+            for w in p.preferred_pod_anti_affinity:
+                lines.append(
+                    f"    prefers apart from {pod_affinity.describe_term(w.pod_affinity_term)} (weight {w.weight})"
+                )
             if p.pod_anti_affinity:
                 lines.append(
                     "    keeps apart from "

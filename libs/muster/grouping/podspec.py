@@ -235,10 +235,7 @@ def pod_spec_from_totals(
         resources=Resources(gpu=gpu, gpu_memory=gpu_memory, cpu=cpu, memory=memory, extended=extended),
         node_selector=node_selector,
         subgroup=subgroup,
-        tolerations=list(constraints.tolerations) if constraints else [],
-        node_affinity=list(constraints.node_affinity) if constraints else [],
-        pod_affinity=list(constraints.pod_affinity) if constraints else [],
-        pod_anti_affinity=list(constraints.pod_anti_affinity) if constraints else [],
+        **(constraints.pod_spec_fields() if constraints else {}),
         labels=dict(labels or {}),
         secret_env=list(secret_env or []),
     )

@@ -189,10 +189,7 @@ def _pod_spec(pod: m.Pod) -> ev.PodSpec:
         resources=resources,
         node_selector=dict(pod.node_selector),
         gpu_models=list(pod.gpu_models),
-        tolerations=constraints.tolerations,
-        node_affinity=constraints.node_affinity,
-        pod_affinity=constraints.pod_affinity,
-        pod_anti_affinity=constraints.pod_anti_affinity,
+        **constraints.pod_spec_fields(),
         labels=dict(pod.labels),
         subgroup=pod.subgroup,
     )

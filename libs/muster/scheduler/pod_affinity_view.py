@@ -4,9 +4,13 @@ use given where every other pod is at that moment (``muster.pod_affinity`` decid
 A pod's static node mask (``NodeTable.eligible``) cannot hold these rules: they depend on pods placed
 earlier in the same cycle, a gang's own included. So a constrained job's pods are placed one at a time,
 each restricted to the nodes this view allows after the ones before it (``Statement.place``), and never
-inside the batch kernel. Pods are constrained when they carry terms of their own, or when a term of
-some job's anti-affinity selects them; while no job has terms, the session has no view and every pod
-keeps the fast path.
+inside the batch kernel. Pods are constrained when they carry terms of their own, or when some job's
+term selects them (its anti-affinity may keep them away, its preferred terms or required affinity
+score nodes for them); while no job has terms, the session has no view and every pod keeps the fast
+path.
+
+Preferred terms rank the allowed nodes: the pod goes to the best-scoring nodes it fits
+(``muster.pod_affinity.preference_scores``), as KAI's score puts them above every other.
 
 Pods that count where they are: those the state holds on a node (binding, pipelined, bound, releasing)
 and not evicted this cycle, those placed this cycle, and those a statement has placed so far.
@@ -43,16 +47,23 @@ class PodAffinityView:
         self.evicted = evicted
         self.placed = placed
         jobs = state.jobs
-        self.anti_terms: tuple[PodAffinityTerm, ...] = tuple(
+        reqs = [
+            req for name in sorted(state.ledger.pod_affinity_jobs) for req in dict.fromkeys(jobs[name].pods)
+        ]
+        self.selecting: tuple[PodAffinityTerm, ...] = tuple(
             {
                 t: None
-                for name in sorted(state.ledger.pod_affinity_jobs)
-                for req in dict.fromkeys(jobs[name].pods)
-                for t in req.pod_anti_affinity
+                for req in reqs
+                for t in (
+                    *req.pod_anti_affinity,
+                    *req.pod_affinity,
+                    *(w.pod_affinity_term for w in req.preferred_pod_affinity),
+                    *(w.pod_affinity_term for w in req.preferred_pod_anti_affinity),
+                )
             }
         )
-        """Every anti-affinity term of every job's pods, pending or not: a pod one of them selects may be
-        kept off a domain once that job's pods are placed."""
+        """Every term of every job's pods, pending or not: a pod one of them selects may be kept off a
+        domain (anti-affinity) or drawn to or from one (the scores) once that job's pods are placed."""
         self._constrained: dict[str, bool] = {}
         self._base: list[tuple[str, int, pa.PlacedPod]] | None = None
         self._labels: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
@@ -63,11 +74,11 @@ class PodAffinityView:
 
     def constrained(self, job: Job) -> bool:
         """Whether the job's pods must be placed one at a time under these rules: a pod of it has terms,
-        or some job's anti-affinity selects one of its pods."""
+        or some job's term selects one of its pods."""
         hit = self._constrained.get(job.name)
         if hit is None:
             hit = self._constrained[job.name] = job.name in self.state.ledger.pod_affinity_jobs or any(
-                pa.selects_any(self.anti_terms, dict(req.labels)) for req in dict.fromkeys(job.pods)
+                pa.selects_any(self.selecting, dict(req.labels)) for req in dict.fromkeys(job.pods)
             )
         return hit
 
@@ -91,7 +102,14 @@ class PodAffinityView:
         labels = self._labels.get(req.labels)
         if labels is None:
             labels = self._labels[req.labels] = dict(req.labels)
-        return pa.PlacedPod(node, labels, req.pod_anti_affinity)
+        return pa.PlacedPod(
+            node,
+            labels,
+            req.pod_anti_affinity,
+            req.pod_affinity,
+            req.preferred_pod_affinity,
+            req.preferred_pod_anti_affinity,
+        )
 
     def _counted(self, pending: Iterable[Placement]) -> list[pa.PlacedPod]:
         evicted = self.evicted
@@ -106,15 +124,16 @@ class PodAffinityView:
                 out.append(p)
         return out
 
-    def mask(self, job: Job, pod: int, pending: Iterable[Placement]) -> np.ndarray:
-        """Node slots pod ``pod`` of ``job`` may use under pod (anti-)affinity, counting ``pending``
-        placements (a statement's, not yet committed) besides the session's and the state's."""
+    def mask(self, job: Job, pod: int, pending: Iterable[Placement]) -> tuple[np.ndarray, np.ndarray | None]:
+        """Node slots pod ``pod`` of ``job`` may use under pod (anti-)affinity, and each slot's score of
+        the preferred terms (None when every score is 0), counting ``pending`` placements (a statement's,
+        not yet committed) besides the session's and the state's."""
         req = job.pods[pod]
-        allowed = pa.allowed_nodes(
-            dict(req.labels),
-            req.pod_affinity,
-            req.pod_anti_affinity,
-            self._counted(pending),
-            self.node_labels,
+        placed = self._counted(pending)
+        labels = dict(req.labels)
+        allowed = pa.allowed_nodes(labels, req.pod_affinity, req.pod_anti_affinity, placed, self.node_labels)
+        scores = pa.preference_scores(
+            labels, req.preferred_pod_affinity, req.preferred_pod_anti_affinity, placed, self.node_labels
         )
-        return np.array(allowed, dtype=np.bool_)
+        ranked = np.array(scores, dtype=np.int64) if any(scores) else None
+        return np.array(allowed, dtype=np.bool_), ranked

@@ -165,5 +165,5 @@ def with_pod_affinity(why: str, req: PodReq) -> str:
     terms = [f"affinity to {pod_affinity.describe_term(t)}" for t in req.pod_affinity]
     terms += [f"anti-affinity to {pod_affinity.describe_term(t)}" for t in req.pod_anti_affinity]
     if not terms:
-        return f"{why}; and other pods' anti-affinity keeps it out of some domains"
+        return f"{why}; and other pods' required anti-affinity may keep it out of some domains"
     return f"{why}; and it requires pod {' and '.join(terms)}"

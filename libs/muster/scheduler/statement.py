@@ -55,10 +55,10 @@ class Statement:
         results = []
         for i in pods:
             pending = [(j, pod, slot) for j, pod, slot, *_ in self.placements()]
-            mask = view.mask(job, i, pending)
+            mask, scores = view.mask(job, i, pending)
             if restrict is not None:
                 mask &= restrict[: mask.shape[0]]
-            got = self._place(job, [i], mask, releasing_first)
+            got = self._place_ranked(job, i, mask, scores, releasing_first)
             results.append(got)
             if got.count == 0:
                 break
@@ -70,6 +70,20 @@ class Statement:
             np.concatenate([r.share[: r.count] for r in results]),
             np.concatenate([r.pipelined[: r.count] for r in results]),
         )
+
+    def _place_ranked(
+        self, job: Job, pod: int, mask: np.ndarray, scores: np.ndarray | None, releasing_first: bool
+    ) -> pl.Placement:
+        """One pod on the nodes of ``mask``: those of the best preferred-affinity score first (KAI adds
+        that score, unnormalised, above every other), then the next best, and so on."""
+        if scores is None:
+            return self._place(job, [pod], mask, releasing_first)
+        got = None
+        for score in sorted(set(scores[mask].tolist()), reverse=True):
+            got = self._place(job, [pod], mask & (scores == score), releasing_first)
+            if got.count:
+                return got
+        return got if got is not None else self._place(job, [pod], mask, releasing_first)
 
     def _place(
         self, job: Job, pods: list[int], restrict: np.ndarray | None, releasing_first: bool

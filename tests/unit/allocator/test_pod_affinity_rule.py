@@ -4,7 +4,7 @@ runs it, kai-semantics.md §16): ``muster.pod_affinity`` on plain data."""
 from __future__ import annotations
 
 from muster import events as ev
-from muster.pod_affinity import PlacedPod, allowed_nodes, selector_matches
+from muster.pod_affinity import PlacedPod, allowed_nodes, preference_scores, selector_matches
 
 ZONE_A = {"zone": "a", "host": "a1"}
 ZONE_A2 = {"zone": "a", "host": "a2"}
@@ -66,3 +66,41 @@ def test_a_placed_pods_anti_affinity_repels_the_pods_it_selects():
 
 def test_a_slot_without_a_node_is_never_allowed():
     assert allowed_nodes({}, [], [], [], [None, ZONE_A]) == [False, True]
+
+
+# Preferred terms score (kai-semantics.md §5.3); the cases of KAI's podaffinity_test.go ("Preferred Pod
+# Affinity"): one node labelled by the term's key, one pod on it.
+NODE = {"node-label": "node-1"}
+MINE = {"my-label": "a"}
+
+
+def weighted(weight: int = 10) -> ev.WeightedPodAffinityTerm:
+    selector = ev.LabelSelector(match_expressions=(req("my-label", "In", "a"),))
+    return ev.WeightedPodAffinityTerm(
+        weight=weight,
+        pod_affinity_term=ev.PodAffinityTerm(label_selector=selector, topology_key="node-label"),
+    )
+
+
+def test_no_terms_anywhere_score_zero():
+    assert preference_scores({}, [], [], [PlacedPod(NODE, {})], [NODE]) == [0]
+
+
+def test_a_placed_pods_preferred_affinity_that_does_not_select_the_pod_scores_zero():
+    placed = [PlacedPod(NODE, MINE, preferred_affinity=(weighted(),))]
+    assert preference_scores({}, [], [], placed, [NODE]) == [0]
+
+
+def test_matching_preferred_affinity_counts_both_ways():
+    placed = [PlacedPod(NODE, MINE, preferred_affinity=(weighted(),))]
+    assert preference_scores(MINE, [weighted()], [], placed, [NODE]) == [20]
+
+
+def test_matching_preferred_anti_affinity_counts_both_ways_against():
+    placed = [PlacedPod(NODE, MINE, preferred_anti_affinity=(weighted(),))]
+    assert preference_scores(MINE, [], [weighted()], placed, [NODE]) == [-20]
+
+
+def test_a_placed_pods_required_affinity_that_selects_the_pod_adds_the_hard_weight_in_its_domain_only():
+    placed = [PlacedPod(ZONE_A, {}, affinity=(app("db"),))]
+    assert preference_scores({"app": "db"}, [], [], placed, NODES) == [1, 1, 0, 0]

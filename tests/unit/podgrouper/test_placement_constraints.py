@@ -82,16 +82,6 @@ def test_a_gt_requirement_needs_one_integer():
         ({"topologySpreadConstraints": "[{maxSkew: 1, topologyKey: zone}]"}, "topologySpreadConstraints"),
         ({"nodeName": "node-1"}, "nodeName"),
         (
-            {"affinity": "{podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}"},
-            "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-        ),
-        (
-            {
-                "affinity": "{podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}"
-            },
-            "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-        ),
-        (
             {
                 "affinity": "{podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
                 "[{topologyKey: z, labelSelector: {}, matchLabelKeys: [pod-template-hash]}]}}"
@@ -196,11 +186,34 @@ def test_an_empty_namespace_selector_asks_for_every_namespace_as_muster_does():
     assert only(group_yaml(text)).pods[0].pod_anti_affinity == [ev.PodAffinityTerm(topology_key="z")]
 
 
-def test_preferred_pod_affinity_is_refused_saying_kai_scores_it():
-    err = refusal(
-        pytorch(affinity="{podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}")
+def test_preferred_pod_affinity_and_anti_affinity_reach_the_pods_with_their_weights():
+    term = "{podAffinityTerm: {labelSelector: {matchLabels: {app: db}}, topologyKey: zone}, weight: 30}"
+    text = pytorch(
+        affinity=f"{{podAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{term}]}}, "
+        f"podAntiAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}"
     )
-    assert err.message == "muster does not honour it (KAI scores it; muster does not yet)"
+    pod = only(group_yaml(text)).pods[0]
+    db = ev.LabelSelector(
+        match_expressions=(ev.LabelSelectorRequirement(key="app", operator="In", values=("db",)),)
+    )
+    want = [
+        ev.WeightedPodAffinityTerm(
+            weight=30, pod_affinity_term=ev.PodAffinityTerm(label_selector=db, topology_key="zone")
+        )
+    ]
+    assert (pod.preferred_pod_affinity, pod.preferred_pod_anti_affinity) == (want, want)
+
+
+@pytest.mark.parametrize("weight", ["0", "101", "'5'"])
+def test_a_preferred_terms_weight_outside_1_to_100_names_the_field(weight):
+    term = f"{{weight: {weight}, podAffinityTerm: {{topologyKey: z}}}}"
+    err = refusal(
+        pytorch(affinity=f"{{podAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}")
+    )
+    assert (
+        err.path
+        == f"{WORKER_SPEC}.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"
+    )
 
 
 def test_a_container_host_port_is_refused_by_name():

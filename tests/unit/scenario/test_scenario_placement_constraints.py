@@ -71,13 +71,12 @@ def test_pod_labels_and_required_pod_anti_affinity_reach_the_pod_spec():
     ]
 
 
-def test_preferred_pod_anti_affinity_is_refused_naming_the_field():
+def test_a_preferred_pod_anti_affinity_term_without_its_term_names_the_field():
     preferred = "preferredDuringSchedulingIgnoredDuringExecution"
-    term = {"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}
-    err = error_of(scenario(pod={"affinity": {"podAntiAffinity": {preferred: [term]}}}))
+    err = error_of(scenario(pod={"affinity": {"podAntiAffinity": {preferred: [{"weight": 1}]}}}))
     assert (err.path, err.message) == (
-        f"jobs[0].pods[0].affinity.podAntiAffinity.{preferred}",
-        "muster does not honour it (KAI scores it; muster does not yet)",
+        f"jobs[0].pods[0].affinity.podAntiAffinity.{preferred}[0].podAffinityTerm",
+        "required field is missing",
     )
 
 

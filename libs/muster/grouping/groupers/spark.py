@@ -83,10 +83,7 @@ def _role(spec: dict[str, Any], spath: str, role: str, count: int) -> PodTemplat
         count=count,
         resources=Resources(gpu=gpu, cpu=cpu, memory=memory + overhead, extended=extended),
         node_selector=selector,
-        tolerations=constraints.tolerations,
-        node_affinity=constraints.node_affinity,
-        pod_affinity=constraints.pod_affinity,
-        pod_anti_affinity=constraints.pod_anti_affinity,
+        **constraints.pod_spec_fields(),
         labels=labels,
     )
     return PodTemplate(

@@ -152,10 +152,7 @@ class PodLedger:
                 self._requests_of.clear()
                 self._shape_of.clear()
             # a pod with pod (anti-)affinity is placed one at a time, in Python (``PodAffinityView``)
-            plain = all(
-                p.kind != pl.MEMORY and p.invalid is None and not (p.pod_affinity or p.pod_anti_affinity)
-                for p in pods
-            )
+            plain = all(p.kind != pl.MEMORY and p.invalid is None and not p.has_pod_affinity for p in pods)
             hit = self._requests_of[key] = (tuple(pods), plain)
         return key, hit[0], hit[1]
 
@@ -273,7 +270,7 @@ class PodLedger:
 
 
 def _has_pod_affinity(job: Job) -> bool:
-    return any(p.pod_affinity or p.pod_anti_affinity for p in job.pods)
+    return any(p.has_pod_affinity for p in job.pods)
 
 
 def _shared_requests(jobs: dict[str, Job]) -> dict[str, Job]:

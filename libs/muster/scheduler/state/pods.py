@@ -56,8 +56,11 @@ class PodReq:
     """The pod's labels, sorted: what pod (anti-)affinity terms select."""
     pod_affinity: tuple[ev.PodAffinityTerm, ...] = ()
     pod_anti_affinity: tuple[ev.PodAffinityTerm, ...] = ()
-    """Required pod affinity and anti-affinity terms (``muster.pod_affinity``). Not in ``spec_key``: they
-    depend on where other pods are, so the session applies them pod by pod (``PodAffinityView``)."""
+    preferred_pod_affinity: tuple[ev.WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[ev.WeightedPodAffinityTerm, ...] = ()
+    """Required and preferred pod affinity and anti-affinity terms (``muster.pod_affinity``). Not in
+    ``spec_key``: they depend on where other pods are, so the session applies them pod by pod
+    (``PodAffinityView``)."""
 
     @property
     def spec_key(self) -> tuple:
@@ -69,6 +72,16 @@ class PodReq:
             self.runtime,
             self.tolerations,
             self.node_affinity,
+        )
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        """Whether the pod has any pod affinity or anti-affinity term, required or preferred."""
+        return bool(
+            self.pod_affinity
+            or self.pod_anti_affinity
+            or self.preferred_pod_affinity
+            or self.preferred_pod_anti_affinity
         )
 
 
@@ -102,6 +115,8 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         labels=tuple(sorted(spec.labels.items())),
         pod_affinity=tuple(spec.pod_affinity),
         pod_anti_affinity=tuple(spec.pod_anti_affinity),
+        preferred_pod_affinity=tuple(spec.preferred_pod_affinity),
+        preferred_pod_anti_affinity=tuple(spec.preferred_pod_anti_affinity),
     )
 
 
