@@ -336,7 +336,8 @@ def affinity_constraints(raw_tolerations: Any, raw_affinity: Any) -> Constraints
 def refuse_unhonoured(spec: dict[str, Any]) -> None:
     """Refuse, by name, a pod-spec field that changes where the pod may run and that muster does not
     honour: ``nodeName``, ``topologySpreadConstraints`` (KAI does not run PodTopologySpread), a container's
-    ``hostPort``, DRA ``resourceClaims`` and a container's ``claims``, MIG profiles (``nvidia.com/mig-*``).
+    ``hostPort``, DRA ``resourceClaims`` and a container's ``claims``. (MIG profiles, ``nvidia.com/mig-*``,
+    are honoured: ``muster.mig``.)
     ``affinity``'s own are refused as it is read (``node_affinity``, ``pod_affinity``)."""
     if spec.get("nodeName"):
         raise ConstraintError("nodeName", f"{NOT_HONOURED}: the scheduler chooses the node")
@@ -363,25 +364,12 @@ def refuse_unhonoured(spec: dict[str, Any]) -> None:
                     raise ConstraintError(f"{kind}[{i}].ports[{j}].hostPort", NOT_HONOURED)
 
 
-MIG_PREFIX = "nvidia.com/mig-"
-
-
 def _refuse_unhonoured_resources(resources: Any, path: str) -> None:
-    """A container's DRA ``claims``, and MIG profiles, which KAI counts as GPUs against quota (§17) and muster
-    would count only as a node's extended resource: quotas would not hold them."""
+    """A container's DRA ``claims``: KAI counts DRA GPU claims against quota (§17); muster has no claims to
+    count or place."""
     if not isinstance(resources, dict):
         return
     if resources.get("claims"):
         raise ConstraintError(
             join(path, "claims"), f"{NOT_HONOURED}: dynamic resource claims are not counted or placed"
         )
-    for part in ("requests", "limits"):
-        amounts = resources.get(part)
-        if not isinstance(amounts, dict):
-            continue
-        for name in amounts:
-            if str(name).startswith(MIG_PREFIX):
-                raise ConstraintError(
-                    join(join(path, part), str(name)),
-                    f"{NOT_HONOURED}: MIG profiles are not counted against GPU quotas; request nvidia.com/gpu",
-                )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from muster import events as ev
+from muster import mig
 from muster.replay import LoggedMessage
 from muster.report import Report, build_report
 from muster.report.simulated import ReportedSimulation
@@ -84,7 +85,10 @@ class _Usage:
         if group is None:
             return 0.0
         specs = [s for s in group.pods for _ in range(s.count)]
-        return specs[pod].resources.gpu if 0 <= pod < len(specs) else 0.0
+        if not 0 <= pod < len(specs):
+            return 0.0
+        r = specs[pod].resources
+        return mig.pod_gpus(r.gpu, r.extended)
 
     def see(self, event: ev.Event, clock: float) -> None:
         match event:

@@ -5,7 +5,8 @@ containers, i.e. sidecars), takes the larger of that and each ordinary init
 container (plus the sidecars started before it), and adds the pod overhead. A
 resource a container only limits is requested at its limit. KAI's GPU-sharing
 annotations turn a pod into a share of one device: ``gpu-fraction`` (0 < f <= 1)
-or ``gpu-memory`` (MiB of one device).
+or ``gpu-memory`` (MiB of one device). MIG instances (``nvidia.com/mig-<g>g.<m>gb``)
+are extended resources whose GPUs the allocator counts against quota (``muster.mig``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from muster import pod_constraints
+from muster import mig, pod_constraints
 from muster.events import PodSpec, Resources, SecretEnv
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_list, get_map, get_str, join, string_map
@@ -58,9 +59,13 @@ def resource_list(values: dict[str, Any], path: str) -> dict[str, int | float]:
             elif name == GPU_RESOURCE:
                 out["gpu"] = gpu_devices(value)
             else:
+                if mig.is_profile(str(name)):
+                    mig.slices(str(name))
                 out[str(name)] = whole_count(value)
         except QuantityError as exc:
             raise ManifestError(join(path, str(name)), str(exc)) from exc
+        except mig.MigError as exc:
+            raise ManifestError(join(path, str(name)), exc.message) from None
     return out
 
 
@@ -131,6 +136,15 @@ def combine_requests(
 def _gpu_share(annotations: dict[str, str], path: str, whole: float) -> tuple[float, int]:
     """(gpu devices, gpu memory bytes) after KAI's sharing annotations."""
     apath = join(path, "annotations")
+    for name in sorted(annotations):
+        if mig.is_profile(name):
+            # KAI reads such a pod as a legacy MIG task: counted against quota while it runs, never
+            # scheduled (node_info PredicateByNodeResourcesType). A new pod so written would wait for ever.
+            raise ManifestError(
+                join(apath, name),
+                "a legacy MIG annotation: KAI never schedules such a pod; "
+                "ask for the profile in a container's resources instead",
+            )
     gpu, memory = whole, 0
     if GPU_FRACTION in annotations:
         fpath = join(apath, GPU_FRACTION)
@@ -196,6 +210,7 @@ def build_pod_spec(
         constraints=constraints,
         labels=labels,
         secret_env=pod_secret_env(spec, path),
+        spec_path=path,
     )
 
 
@@ -221,14 +236,21 @@ def pod_spec_from_totals(
     constraints: pod_constraints.Constraints | None = None,
     labels: dict[str, str] | None = None,
     secret_env: list[SecretEnv] | None = None,
+    spec_path: str = "",
 ) -> PodSpec:
     """A ``PodSpec`` from an effective request (see ``combine_requests``), with its placement
-    ``constraints`` and its pods' ``labels``."""
+    ``constraints`` and its pods' ``labels``; ``spec_path`` locates the pod spec whose containers asked
+    for it."""
     totals = dict(totals)
     gpu, gpu_memory = _gpu_share(annotations, meta_path, float(totals.pop("gpu", 0.0)))
     cpu = int(totals.pop("cpu", 0))
     memory = int(totals.pop("memory", 0))
     extended = {key: int(totals[key]) for key in sorted(totals)}
+    try:
+        mig.check_request(gpu, gpu_memory, extended)
+    except mig.MigError as exc:
+        # the GPUs may come from another container or from a sharing annotation: name the containers
+        raise ManifestError(join(spec_path, "containers"), str(exc)) from None
     return PodSpec(
         role=role,
         count=count,

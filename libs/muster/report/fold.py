@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from muster import events as ev
+from muster import mig
 from muster.report.book import Integrals, ShareBook
 from muster.report.model import ClusterFigures, QueueFigures, Report
 from muster.report.shares import QueueTree
@@ -45,7 +46,9 @@ class _Job:
     queue: str
     submitted_at: float
     asks_gpu: list[bool]
-    """Per pod index: whether it asks for a GPU (whole, a share or GPU memory)."""
+    """Per pod index: whether it asks for a GPU (whole, a share, GPU memory or MIG instances)."""
+    mig_gpus: list[int] = field(default_factory=list)
+    """Per pod index: the GPUs its MIG instances count for (they hold no device index)."""
     arrived: bool = False
     deleted: bool = False
     first_bound: float | None = None
@@ -87,7 +90,8 @@ class _Run:
 
 
 def _asks_gpu(spec: ev.PodSpec) -> bool:
-    return spec.resources.gpu > 0 or spec.resources.gpu_memory > 0
+    r = spec.resources
+    return r.gpu > 0 or r.gpu_memory > 0 or mig.gpus(r.extended) > 0
 
 
 class ReportFold:
@@ -166,7 +170,8 @@ class ReportFold:
             case ev.QueueDeleted(name=name):
                 self._set_queue(name, None)
             case ev.NodeRegistered(node=node) | ev.NodeUpdated(node=node):
-                self.capacity_of[node.name] = node.resources.gpu
+                # MIG instances add their slices, as the allocator's total counts them (§17)
+                self.capacity_of[node.name] = node.resources.gpu + mig.gpus(node.resources.extended)
                 self.book.set_capacity(sum(self.capacity_of.values()))
             case ev.NodeRemoved(name=name):
                 self.capacity_of.pop(name, None)
@@ -199,6 +204,7 @@ class ReportFold:
             event.queue,
             submitted,
             [_asks_gpu(spec) for spec in event.pods for _ in range(spec.count)],
+            [mig.gpus(spec.resources.extended) for spec in event.pods for _ in range(spec.count)],
         )
         self.jobs[job.name] = job
         self.all_jobs.append(job)
@@ -246,6 +252,7 @@ class ReportFold:
         if not job.first_run_over:
             job.first_nodes.add(event.node)
         gpus = event.gpu_share if event.gpu_share > 0 else float(len(event.gpus))
+        gpus += job.mig_gpus[event.pod] if event.pod < len(job.mig_gpus) else 0
         self.running[key] = _Run(job, gpus, at)
         self.book.add_used(job.queue, gpus)
 

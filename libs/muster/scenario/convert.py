@@ -11,7 +11,7 @@ import math
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from muster import bounds, pod_constraints, runtimes
+from muster import bounds, mig, pod_constraints, runtimes
 from muster import events as ev
 from muster.bounds import MAX_NODE_GPUS
 from muster.quantity import QuantityError, byte_count, cpu_millis, gpu_devices, parse_quantity, whole_count
@@ -64,12 +64,17 @@ def _pod_request(raw: dict[str, m.Quantity]) -> ev.Resources:
     res = _resources(raw, gpu_devices)
     if res.gpu and res.gpu_memory:
         raise ScenarioError("gpu_memory", "a pod asks for either gpu or gpu_memory, not both")
+    try:
+        mig.check_request(res.gpu, res.gpu_memory, res.extended)
+    except mig.MigError as exc:
+        raise ScenarioError(exc.name, exc.message) from None
     return res
 
 
 def pod_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
     """A pod's request: ``gpu`` a fraction below 1 or whole devices, or
-    ``gpu_memory`` of one shared device (not both)."""
+    ``gpu_memory`` of one shared device (not both), or MIG instances
+    (``nvidia.com/mig-<g>g.<m>gb: n``, each counting g GPUs against quota)."""
     try:
         return _pod_request(raw)
     except ScenarioError as exc:
@@ -77,11 +82,14 @@ def pod_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Res
 
 
 def node_resources(raw: dict[str, m.Quantity], path: str = "resources") -> ev.Resources:
-    """A node's capacity: whole GPU devices, ``gpu_memory`` per device."""
+    """A node's capacity: whole GPU devices, ``gpu_memory`` per device, MIG instances per profile."""
     try:
         res = _resources(raw, lambda value: float(whole_count(value)))
+        mig.check(res.extended)
     except ScenarioError as exc:
         raise _under(path, exc) from None
+    except mig.MigError as exc:
+        raise ScenarioError(join(path, exc.name), exc.message) from None
     if res.gpu > MAX_NODE_GPUS:
         raise ScenarioError(join(path, "gpu"), f"at most {MAX_NODE_GPUS} devices per node, got {res.gpu:g}")
     return res

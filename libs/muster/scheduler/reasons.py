@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from muster import mig, pod_affinity, runtimes
 from muster import placement_predicates as predicates
-from muster import pod_affinity, runtimes
 from muster.kernels import placement as pl
 
 from .state import Job, Offer, PodReq
@@ -66,7 +66,8 @@ def describe(req: PodReq) -> str:
     parts = []
     if req.kind == pl.MEMORY:
         parts.append(f"{amount(2, req.gpu_memory)} of gpu memory")
-    elif req.gpu:
+    elif req.kind != pl.CPU_ONLY:
+        # devices or a fraction; a MIG pod's GPUs are its instances, listed with the extended resources
         parts.append(f"{_num(req.gpu)} gpu")
     if req.cpu:
         parts.append(f"{amount(1, req.cpu)} cpu")
@@ -131,6 +132,9 @@ def no_fit(
             limits.append("extended resources " + ", ".join(n for n, _ in req.ext))
         if req.node_affinity:
             limits.append("required node affinity")
+        if req.gpu_request != mig.CPU_ONLY:
+            # a node's MIG strategy takes one kind of GPU pod only (muster.mig.node_admits)
+            limits += [f"kind of GPU request under {mig.STRATEGY_LABEL}={s}" for s in found.mig_strategies]
         repelled = predicates.untolerated(req.tolerations, found.taints)
         taints = ""
         if repelled:

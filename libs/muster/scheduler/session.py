@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from muster import events as ev
+from muster import mig
 from muster.kernels import placement as pl
 from muster.kernels.share import device_share
 
@@ -201,13 +202,20 @@ class Session:
         return why
 
     def free_gpus(self) -> float:
-        """GPU devices not held by running pods on served nodes (idle, releasing, free parts of shared
-        devices); remembered until the working arrays change."""
+        """GPUs not held by running pods on served nodes (idle, releasing, free parts of shared devices,
+        and free MIG instances by their slices, as KAI's ``TotalGPUs``); remembered until the working
+        arrays change."""
         version, value = self._free_gpus
         if version != self.nodes_version:
             ints, dev = self.nodes.ints, self.nodes.dev
             free = ints[:, pl.N_GPUS] - dev[pl.D_USED].sum(axis=1)
             value = float(np.sum(free[self.in_scope]))
+            per_instance = mig.gpus_per_instance(self.state.node_table.ext_names)
+            if any(per_instance):
+                ext = self.nodes.ext[:, self.in_scope, : len(per_instance)]
+                value += float(
+                    ((ext[pl.E_CAP] - ext[pl.E_USED]) @ np.array(per_instance, dtype=np.int64)).sum()
+                )
             self._free_gpus = (self.nodes_version, value)
         return value
 

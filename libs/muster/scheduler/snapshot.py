@@ -39,7 +39,7 @@ FORMAT = 9
 6: jobs hold their own stale-gang grace, preemption delay and last eviction time.
 7: a job holds its sub-group tree and min_subgroup.
 8: the usage window is its whole setting (type, size, tumbling start, cron), not its size alone.
-9: pods carry their labels and required pod affinity and anti-affinity.)"""
+9: pods carry their labels and pod affinity and anti-affinity terms, required and preferred.)"""
 
 FIELD_ORDER = (
     "pools",

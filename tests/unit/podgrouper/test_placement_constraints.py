@@ -229,12 +229,6 @@ def test_dynamic_resource_claims_are_refused_by_name_not_dropped():
     assert refusal(text).path == f"{WORKER_SPEC}.containers[0].resources.claims"
 
 
-def test_a_mig_profile_is_refused_by_name_since_quotas_would_not_count_it():
-    err = refusal(PYTORCH.replace("nvidia.com/gpu: 1", "nvidia.com/mig-1g.10gb: 1"))
-    assert err.path.startswith(f"{WORKER_SPEC}.containers[0].resources.limits")
-    assert "mig-1g.10gb" in err.path and "request nvidia.com/gpu" in err.message
-
-
 def test_spark_roles_carry_their_own_tolerations():
     group = only(
         group_yaml(

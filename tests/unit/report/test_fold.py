@@ -192,3 +192,19 @@ def test_the_fold_reads_event_by_event_and_reports_at_any_point():
     assert fold.report().queues["a"].used_gpu_seconds == pytest.approx(5.0)
     fold.apply(clock(7.0))
     assert fold.report().queues["a"].used_gpu_seconds == pytest.approx(7.0)
+
+
+def test_mig_instances_count_their_slices_in_the_clusters_gpus_and_a_queues_use():
+    mig = {"nvidia.com/mig-3g.40gb": 2}
+    log = [ev.NodeRegistered(node=ev.NodeSpec(name="a100", resources=ev.Resources(extended=mig)))]
+    log += [queue("a", 6), clock(0.0)]
+    log.append(
+        ev.PodGroupCreated(
+            name="j", queue="a", min_available=1, pods=[ev.PodSpec(resources=ev.Resources(extended=mig))]
+        )
+    )
+    log += [ev.PodBound(job="j", pod=0, node="a100", gpus=[], at=0.0), clock(10.0)]
+    r = build_report(log)
+    # Two 3g instances: 6 GPUs on the node, and the pod holding both uses 6 for 10 s.
+    assert r.cluster.gpus == 6
+    assert r.queues["a"].used_gpu_seconds == pytest.approx(60.0)

@@ -8,6 +8,7 @@ from muster.replay import LoggedMessage
 from muster.whatif import (
     START_CATEGORIES,
     QueuesLeftOut,
+    _Usage,
     overlap,
     queues_left_out,
     read_history,
@@ -140,3 +141,12 @@ def test_a_queue_deleted_in_the_history_is_not_live():
     )
     assert [q.name for q in read_history(log).queues] == ["a"]
     assert queues_left_out(read_history(log).queues, [queue("a", 1)]) == []
+
+
+def test_a_mig_pods_gpu_seconds_count_its_instances_slices():
+    pod = ev.PodSpec(resources=ev.Resources(extended={"nvidia.com/mig-3g.40gb": 1}))
+    usage = _Usage({"j": ev.PodGroupCreated(name="j", queue="a", pods=[pod])}, 0.0, 100.0)
+    usage.see(ev.PodBound(job="j", pod=0, node="a100", gpus=[], at=10.0), 10.0)
+    usage.see(ev.PodCompleted(job="j", pod=0, node="a100", at=30.0), 30.0)
+    # one 3g instance counts 3 GPUs, for 20 s
+    assert usage.close().gpu_seconds == {"a": pytest.approx(60.0)}

@@ -178,6 +178,7 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
         ),
         labels=labels,
         secret_env=secret_env([*init, *containers]),
+        spec_path=tpath,
     )
     priority = get_str(template, "priorityClassName", tpath) or get_str(
         walk.spec, "podPriorityClassName", walk.spath

@@ -1,7 +1,7 @@
 """KAI's consolidation (§8): move running preemptible pods so that a pending job fits; nobody is killed.
 
 Only preemptible pending jobs, and only when the cluster's free GPUs (idle,
-releasing, and free parts of shared devices) could hold the job's GPUs at
+releasing, free parts of shared devices, free MIG instances) could hold the job's GPUs at
 all. Victims come from any queue at any priority; a scenario counts only if
 every victim it evicts lands again. Min-runtime does not apply.
 """
@@ -59,5 +59,6 @@ class ConsolidateAction:
 
 
 def free_gpus(s: Session) -> float:
-    """GPU devices not held by running pods on served nodes (idle, releasing, free parts of shared devices)."""
+    """GPUs not held by running pods on served nodes (idle, releasing, free parts of shared devices, free MIG
+    instances by their slices)."""
     return s.free_gpus()

@@ -13,8 +13,8 @@ import msgspec
 import numpy as np
 
 from muster import events as ev
+from muster import mig, runtimes
 from muster import placement_predicates as predicates
-from muster import runtimes
 from muster.kernels import placement as pl
 
 from . import planes
@@ -32,6 +32,8 @@ class Offer(NamedTuple):
     """GPU devices on every node of the pool."""
     taints: tuple[ev.Taint, ...] = ()
     """Every distinct taint on the pool's schedulable nodes that run the pod's runtime, in first-seen order."""
+    mig_strategies: tuple[str, ...] = ()
+    """Every distinct MIG strategy label (``muster.mig.STRATEGY_LABEL``) on those nodes, sorted."""
 
 
 @dataclass(slots=True)
@@ -186,8 +188,9 @@ class NodeTable:
         """Slots of the nodes a pod of ``pool`` with ``spec_key`` (``PodReq.spec_key``) may use: in that
         pool, schedulable, running pods of its runtime, with the labels it selects, one of the GPU models
         it names (if any), every extended resource it asks for, its NoSchedule and NoExecute taints
-        tolerated and its required node affinity met (``muster.placement_predicates``)."""
-        selector, models, ext_names, runtime, tolerations, affinity = spec_key
+        tolerated and its required node affinity met (``muster.placement_predicates``), and the node's
+        MIG strategy admitting its kind of GPU request (``muster.mig.node_admits``)."""
+        selector, models, ext_names, runtime, tolerations, affinity, gpu_request = spec_key
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
             spec = node.spec
@@ -203,6 +206,8 @@ class NodeTable:
                 continue
             if affinity and not predicates.affinity_matches(affinity, spec.name, spec.labels):
                 continue
+            if gpu_request and not mig.node_admits(spec.labels, spec.resources.extended, gpu_request):
+                continue
             mask[node.slot] = True
         return mask
 
@@ -210,6 +215,7 @@ class NodeTable:
         """What the nodes of ``pool`` offer a pod of ``runtime``, schedulable or not."""
         kinds: set[str] = set()
         taints: dict[ev.Taint, None] = {}
+        strategies: set[str] = set()
         nodes = all_gpus = 0
         for node in self.nodes.values():
             spec = node.spec
@@ -221,7 +227,9 @@ class NodeTable:
             nodes += runs
             if runs and not spec.unschedulable:
                 taints.update(dict.fromkeys(spec.taints))
-        return Offer(tuple(sorted(kinds)), nodes, all_gpus, tuple(taints))
+                if mig.STRATEGY_LABEL in spec.labels:
+                    strategies.add(spec.labels[mig.STRATEGY_LABEL])
+        return Offer(tuple(sorted(kinds)), nodes, all_gpus, tuple(taints), tuple(sorted(strategies)))
 
     def served_mask(self) -> np.ndarray:
         """Which slots hold a node."""
@@ -231,12 +239,17 @@ class NodeTable:
         return mask
 
     def totals(self) -> np.ndarray:
-        """gpu devices, cpu millicores, memory bytes over every node served."""
+        """gpu, cpu millicores, memory bytes over every node served; gpu counts devices and, as KAI's
+        total does (§4, §17), g GPUs per MIG instance of a ``<g>g`` profile a node offers."""
         mask = self.served_mask()
         ints = self.arrays.ints
+        gpus = int(ints[mask, pl.N_GPUS].sum())
+        per_instance = mig.gpus_per_instance(self.ext_names)
+        if any(per_instance):
+            capacity = self.arrays.ext[pl.E_CAP][mask]
+            gpus += int((capacity[:, : len(per_instance)] @ np.array(per_instance, dtype=np.int64)).sum())
         return np.array(
-            [ints[mask, pl.N_GPUS].sum(), ints[mask, pl.N_CPU_CAP].sum(), ints[mask, pl.N_MEM_CAP].sum()],
-            dtype=np.float64,
+            [gpus, ints[mask, pl.N_CPU_CAP].sum(), ints[mask, pl.N_MEM_CAP].sum()], dtype=np.float64
         )
 
     # -- snapshots ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from muster import events as ev
+from muster import mig
 from muster.kernels import placement as pl
 from muster.kernels.share import UNKNOWN_SHARE, device_share
 
@@ -36,6 +37,9 @@ class PodReq:
     """What one pod asks for, in base units, with what restricts its nodes."""
 
     gpu: float
+    """The GPUs it counts for in its queue (kai-semantics §17): devices or a device's fraction, plus g per
+    MIG instance of a ``<g>g`` profile. Where it goes on a node is ``kind``, ``whole``, ``share`` and
+    ``ext`` (MIG instances are extended resources there)."""
     gpu_memory: int
     cpu: int
     memory: int
@@ -52,6 +56,9 @@ class PodReq:
     tolerations: tuple[ev.Toleration, ...] = ()
     node_affinity: tuple[ev.NodeSelectorTerm, ...] = ()
     """Required node affinity terms (one must match)."""
+    gpu_request: str = mig.CPU_ONLY
+    """What kind of GPU it asks for, as KAI's node predicate tells pods apart (``muster.mig.request_type``):
+    a node's MIG strategy admits one kind only."""
     labels: tuple[tuple[str, str], ...] = ()
     """The pod's labels, sorted: what pod (anti-)affinity terms select."""
     pod_affinity: tuple[ev.PodAffinityTerm, ...] = ()
@@ -72,6 +79,7 @@ class PodReq:
             self.runtime,
             self.tolerations,
             self.node_affinity,
+            self.gpu_request,
         )
 
     @property
@@ -96,12 +104,19 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         kind, invalid = pl.CPU_ONLY, f"{path}.resources.{e}"
     if r.gpu < 0 or r.cpu < 0 or r.memory < 0 or r.gpu_memory < 0:
         invalid = f"{path}.resources: negative request"
+    try:
+        mig.check_request(r.gpu, r.gpu_memory, r.extended)
+    except mig.MigError as e:
+        invalid = f"{path}.resources.extended[{e.name!r}]: {e.message}"
+    ext = tuple(sorted((k, int(v)) for k, v in r.extended.items() if v))
     return PodReq(
-        gpu=float(r.gpu),
+        # the pod's GPU quantity for its queue: a MIG pod's instances are folded in here, so the
+        # accounting, the capacity checks and the kernels all read one figure
+        gpu=mig.pod_gpus(r.gpu, r.extended),
         gpu_memory=int(r.gpu_memory),
         cpu=int(r.cpu),
         memory=int(r.memory),
-        ext=tuple(sorted((k, int(v)) for k, v in r.extended.items() if v)),
+        ext=ext,
         node_selector=tuple(sorted(spec.node_selector.items())),
         gpu_models=tuple(sorted(spec.gpu_models)),
         subgroup=spec.subgroup,
@@ -112,6 +127,7 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         runtime=runtime,
         tolerations=tuple(spec.tolerations),
         node_affinity=tuple(spec.node_affinity),
+        gpu_request=mig.request_type(kind == pl.WHOLE, kind in (pl.FRACTION, pl.MEMORY), (k for k, _ in ext)),
         labels=tuple(sorted(spec.labels.items())),
         pod_affinity=tuple(spec.pod_affinity),
         pod_anti_affinity=tuple(spec.pod_anti_affinity),
@@ -203,7 +219,8 @@ def leaf_counts(tree: Tree, pods: list[PodReq], counted) -> list[int]:
 
 
 def gpu_accounting(req: PodReq, dev_mem: int) -> float:
-    """GPUs a placed pod counts for in its queue: a gpu-memory pod as memory / device memory, up to 0.01."""
+    """GPUs a placed pod counts for in its queue: a gpu-memory pod as memory / device memory, up to 0.01;
+    any other its ``gpu`` (devices, a fraction, MIG slices)."""
     if req.kind == pl.MEMORY:
         share = device_share.py_func(pl.MEMORY, 0.0, req.gpu_memory, dev_mem)
         return 0.0 if share == UNKNOWN_SHARE else math.ceil(round(share * 100, 9)) / 100
