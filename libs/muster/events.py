@@ -141,6 +141,40 @@ class NodeSelectorTerm(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     """On node fields: ``metadata.name`` only."""
 
 
+class LabelSelectorRequirement(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """meta/v1 LabelSelectorRequirement: one condition on a pod label."""
+
+    key: str
+    operator: str
+    """In | NotIn | Exists | DoesNotExist."""
+    values: tuple[str, ...] = ()
+
+
+class LabelSelector(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """meta/v1 LabelSelector: every requirement holds (none: every pod). A manifest's ``matchLabels`` is
+    read into ``In`` requirements of one value, which Kubernetes takes them for."""
+
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+
+class PodAffinityTerm(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """core/v1 PodAffinityTerm (a required one): the pods ``label_selector`` selects, counted per value of
+    the node label ``topology_key`` (``muster.pod_affinity``)."""
+
+    label_selector: LabelSelector | None = None
+    """None: the term selects no pod (as Kubernetes reads a missing selector)."""
+    topology_key: str
+
+
+class WeightedPodAffinityTerm(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"
+):
+    """core/v1 WeightedPodAffinityTerm: a preferred term, scored by its weight (1-100)."""
+
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
 class SecretEnv(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """An environment variable whose value is a secret (``muster.secrets_store``): the log holds only
     the secret's name, and the agent that starts the pod reads its value, from its owner's secrets."""
@@ -178,6 +212,19 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     node_affinity: list[NodeSelectorTerm] = []
     """Required node affinity (``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``):
     a node must match one term. Empty: no requirement."""
+    labels: dict[str, str] = {}
+    """The pods' own labels (the pod template's ``metadata.labels``): what other pods' pod affinity and
+    anti-affinity select."""
+    pod_affinity: list[PodAffinityTerm] = []
+    """Required pod affinity: a node qualifies only if its domain of each term's topology key holds a pod
+    the term selects. Empty: no requirement."""
+    pod_anti_affinity: list[PodAffinityTerm] = []
+    """Required pod anti-affinity: a node qualifies only if no domain of a term's topology key it is in
+    holds a pod the term selects; it keeps other pods it selects out of its own domain too."""
+    preferred_pod_affinity: list[WeightedPodAffinityTerm] = []
+    preferred_pod_anti_affinity: list[WeightedPodAffinityTerm] = []
+    """Preferred pod affinity and anti-affinity: scored, a node whose domains hold pods they select
+    ranking above (affinity) or below (anti-affinity) the others, before any other score."""
 
 
 class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -8,11 +8,21 @@ error under its own path. What muster honours, and how it matches, is ``muster.p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from muster import placement_predicates as pp
-from muster.events import NodeSelectorRequirement, NodeSelectorTerm, Taint, Toleration
+from muster.events import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodAffinityTerm,
+    Taint,
+    Toleration,
+    WeightedPodAffinityTerm,
+)
 from muster.field_paths import join
+from muster.pod_affinity import SELECTOR_OPERATORS
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
@@ -111,15 +121,15 @@ def taints(raw: Any, path: str) -> list[Taint]:
 # -- affinity --------------------------------------------------------------------------------------
 
 
+AFFINITY_KINDS = ("nodeAffinity", "podAffinity", "podAntiAffinity")
+
+
 def node_affinity(raw: Any, path: str) -> list[NodeSelectorTerm]:
-    """The required node affinity terms of a pod spec's ``affinity``; pod (anti-)affinity and preferred
-    node affinity are refused by name (KAI does not score the latter; muster does not run the former)."""
+    """The required node affinity terms of a pod spec's ``affinity``; preferred node affinity is refused
+    by name (KAI does not score it). Pod (anti-)affinity is ``pod_affinity``'s."""
     if raw is None:
         return []
-    affinity = _map(raw, path, ("nodeAffinity", "podAffinity", "podAntiAffinity"))
-    for kind in ("podAffinity", "podAntiAffinity"):
-        if affinity.get(kind):
-            raise ConstraintError(join(path, kind), NOT_HONOURED)
+    affinity = _map(raw, path, AFFINITY_KINDS)
     npath = join(path, "nodeAffinity")
     node = affinity.get("nodeAffinity")
     if node is None:
@@ -183,13 +193,143 @@ def _requirement(raw: Any, path: str, *, fields: bool) -> NodeSelectorRequiremen
     return NodeSelectorRequirement(key=key, operator=operator, values=tuple(values))
 
 
+# -- pod affinity and anti-affinity -----------------------------------------------------------------
+
+# Fields of a PodAffinityTerm muster cannot honour: it has no namespaces (a term selects among every job's
+# pods), and matchLabelKeys / mismatchLabelKeys read labels muster's pods do not carry (pod-template-hash).
+_TERM_UNHONOURED = {
+    "namespaces": "muster has no namespaces: a term selects among the pods of every job",
+    "namespaceSelector": "muster has no namespaces: a term selects among the pods of every job",
+    "matchLabelKeys": NOT_HONOURED,
+    "mismatchLabelKeys": NOT_HONOURED,
+}
+
+
+class PodAffinity(NamedTuple):
+    """A pod spec's pod affinity and anti-affinity terms."""
+
+    required: list[PodAffinityTerm]
+    required_anti: list[PodAffinityTerm]
+    preferred: list[WeightedPodAffinityTerm]
+    preferred_anti: list[WeightedPodAffinityTerm]
+
+
+def pod_affinity(raw: Any, path: str) -> PodAffinity:
+    """The pod affinity and anti-affinity terms of a pod spec's ``affinity``, required and preferred."""
+    parts: dict[str, tuple[list[PodAffinityTerm], list[WeightedPodAffinityTerm]]] = {}
+    affinity = {} if raw is None else _map(raw, path, AFFINITY_KINDS)
+    for kind in ("podAffinity", "podAntiAffinity"):
+        kpath = join(path, kind)
+        part = affinity.get(kind)
+        part = {} if part is None else _map(part, kpath, (REQUIRED, PREFERRED))
+        rpath, ppath = join(kpath, REQUIRED), join(kpath, PREFERRED)
+        parts[kind] = (
+            [_pod_term(t, join(rpath, i)) for i, t in enumerate(_list(part.get(REQUIRED), rpath))],
+            [_weighted_term(t, join(ppath, i)) for i, t in enumerate(_list(part.get(PREFERRED), ppath))],
+        )
+    (near, near_pref), (far, far_pref) = parts["podAffinity"], parts["podAntiAffinity"]
+    return PodAffinity(near, far, near_pref, far_pref)
+
+
+def _weighted_term(raw: Any, path: str) -> WeightedPodAffinityTerm:
+    item = _map(raw, path, ("weight", "podAffinityTerm"))
+    weight = item.get("weight")
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 1 <= weight <= 100:
+        raise ConstraintError(join(path, "weight"), f"expected an integer from 1 to 100, got {weight!r}")
+    tpath = join(path, "podAffinityTerm")
+    if item.get("podAffinityTerm") is None:
+        raise ConstraintError(tpath, "required field is missing")
+    return WeightedPodAffinityTerm(weight=weight, pod_affinity_term=_pod_term(item["podAffinityTerm"], tpath))
+
+
+def _pod_term(raw: Any, path: str) -> PodAffinityTerm:
+    term = _map(raw, path, ("labelSelector", "topologyKey", *_TERM_UNHONOURED))
+    for key, why in _TERM_UNHONOURED.items():
+        value = term.get(key)
+        # an empty namespaceSelector (every namespace) asks for what muster does anyway
+        if value in (None, []) or (key == "namespaceSelector" and value == {}):
+            continue
+        raise ConstraintError(join(path, key), why)
+    key = _str(term, "topologyKey", path)
+    if not key:
+        raise ConstraintError(join(path, "topologyKey"), "required field is missing")
+    spath = join(path, "labelSelector")
+    raw_selector = term.get("labelSelector")
+    selector = None if raw_selector is None else label_selector(raw_selector, spath)
+    return PodAffinityTerm(label_selector=selector, topology_key=key)
+
+
+def label_selector(raw: Any, path: str) -> LabelSelector:
+    """A meta/v1 LabelSelector; ``matchLabels`` becomes ``In`` requirements of one value each (sorted by
+    key, before ``matchExpressions``), which is what Kubernetes takes them for."""
+    sel = _map(raw, path, ("matchLabels", "matchExpressions"))
+    lpath, epath = join(path, "matchLabels"), join(path, "matchExpressions")
+    labels = sel.get("matchLabels")
+    reqs: list[LabelSelectorRequirement] = []
+    if labels is not None:
+        if not isinstance(labels, dict):
+            raise ConstraintError(lpath, f"expected a mapping, got {_type_name(labels)}")
+        for k in sorted(labels, key=str):
+            reqs.append(LabelSelectorRequirement(key=str(k), operator="In", values=(_str(labels, k, lpath),)))
+    for i, r in enumerate(_list(sel.get("matchExpressions"), epath)):
+        reqs.append(_selector_requirement(r, join(epath, i)))
+    return LabelSelector(match_expressions=tuple(reqs))
+
+
+def _selector_requirement(raw: Any, path: str) -> LabelSelectorRequirement:
+    req = _map(raw, path, ("key", "operator", "values"))
+    key = _str(req, "key", path)
+    if not key:
+        raise ConstraintError(join(path, "key"), "required field is missing")
+    operator = _one_of(_str(req, "operator", path), join(path, "operator"), SELECTOR_OPERATORS)
+    vpath = join(path, "values")
+    values = _list(req.get("values"), vpath)
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise ConstraintError(join(vpath, i), f"expected a string, got {_type_name(v)} {v!r}")
+    if operator in ("In", "NotIn") and not values:
+        raise ConstraintError(vpath, f"must not be empty for operator {operator}")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ConstraintError(vpath, f"must be empty for operator {operator}")
+    return LabelSelectorRequirement(key=key, operator=operator, values=tuple(values))
+
+
 # -- a pod spec ------------------------------------------------------------------------------------
 
 
-def from_pod_spec(spec: dict[str, Any]) -> tuple[list[Toleration], list[NodeSelectorTerm]]:
-    """A pod spec's (tolerations, required node affinity terms); paths relative to the spec."""
-    return tolerations(spec.get("tolerations"), "tolerations"), node_affinity(
-        spec.get("affinity"), "affinity"
+class Constraints(NamedTuple):
+    """What of a pod spec restricts or ranks its nodes, as muster honours it."""
+
+    tolerations: list[Toleration]
+    node_affinity: list[NodeSelectorTerm]
+    """Required node affinity terms."""
+    pod_affinity: PodAffinity
+
+    def pod_spec_fields(self) -> dict[str, list]:
+        """These constraints as ``PodSpec`` fields."""
+        near = self.pod_affinity
+        return {
+            "tolerations": list(self.tolerations),
+            "node_affinity": list(self.node_affinity),
+            "pod_affinity": list(near.required),
+            "pod_anti_affinity": list(near.required_anti),
+            "preferred_pod_affinity": list(near.preferred),
+            "preferred_pod_anti_affinity": list(near.preferred_anti),
+        }
+
+
+def from_pod_spec(spec: dict[str, Any]) -> Constraints:
+    """A pod spec's tolerations, required node affinity and required pod (anti-)affinity; paths relative
+    to the spec."""
+    return affinity_constraints(spec.get("tolerations"), spec.get("affinity"))
+
+
+def affinity_constraints(raw_tolerations: Any, raw_affinity: Any) -> Constraints:
+    """``tolerations`` and ``affinity`` as a pod spec spells them (paths ``tolerations``, ``affinity``)."""
+    return Constraints(
+        tolerations(raw_tolerations, "tolerations"),
+        node_affinity(raw_affinity, "affinity"),
+        pod_affinity(raw_affinity, "affinity"),
     )
 
 
@@ -198,7 +338,7 @@ def refuse_unhonoured(spec: dict[str, Any]) -> None:
     honour: ``nodeName``, ``topologySpreadConstraints`` (KAI does not run PodTopologySpread), a container's
     ``hostPort``, DRA ``resourceClaims`` and a container's ``claims``. (MIG profiles, ``nvidia.com/mig-*``,
     are honoured: ``muster.mig``.)
-    ``affinity``'s own are refused as it is read (``node_affinity``)."""
+    ``affinity``'s own are refused as it is read (``node_affinity``, ``pod_affinity``)."""
     if spec.get("nodeName"):
         raise ConstraintError("nodeName", f"{NOT_HONOURED}: the scheduler chooses the node")
     if spec.get("topologySpreadConstraints"):

@@ -49,7 +49,11 @@ def test_the_gang_is_every_process_unless_min_says_otherwise():
         ({"colour": "red"}, "spec.colour"),
         ({"grace_period": -1}, "spec.grace_period"),
         ({"tolerations": [{"key": "gpu", "effect": "Later"}]}, "spec.tolerations[0].effect"),
-        ({"affinity": {"podAffinity": {"x": 1}}}, "spec.affinity.podAffinity"),
+        ({"affinity": {"podAffinity": {"x": 1}}}, "spec.affinity.podAffinity.x"),
+        (
+            {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{}]}}},
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+        ),
     ],
 )
 def test_a_bad_field_is_named(spec, path):

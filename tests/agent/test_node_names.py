@@ -30,3 +30,9 @@ def test_a_label_kubernetes_would_refuse_is_refused_naming_label(labels):
 def test_a_node_kubernetes_would_name_so_registers():
     node = spec("gpu-0.rack-1", pool="A100_east", labels={"topology.kubernetes.io/zone": "us-east-1a"})
     assert (node.name, node.pool) == ("gpu-0.rack-1", "A100_east")
+
+
+def test_an_agents_node_is_labelled_with_its_hostname_as_the_kubelet_labels_nodes():
+    # per-node pod anti-affinity (topologyKey kubernetes.io/hostname) needs the key on every node
+    assert spec("gpu-0").labels["kubernetes.io/hostname"] == "gpu-0"
+    assert spec("gpu-0", labels={"kubernetes.io/hostname": "box"}).labels["kubernetes.io/hostname"] == "box"

@@ -54,6 +54,11 @@ def os_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""The label the kubelet gives every node, its name: the usual ``topologyKey`` of a pod anti-affinity
+that keeps pods one per node. An agent's node has it too (a ``--label`` of that key wins)."""
+
+
 def node_spec(
     name: str,
     *,
@@ -65,8 +70,8 @@ def node_spec(
     address: str | None = None,
     taints: list[ev.Taint] | None = None,
 ) -> ev.NodeSpec:
-    """The node an agent registers: its resources, its labels, the label that marks it an agent's, and
-    what it runs.
+    """The node an agent registers: its resources, its labels (``kubernetes.io/hostname`` its name unless
+    given), the label that marks it an agent's, and what it runs.
 
     Raises ``ValueError`` naming ``--node``, ``--pool``, ``--label`` or ``--taint`` for a name Kubernetes
     would refuse."""
@@ -81,7 +86,7 @@ def node_spec(
     return ev.NodeSpec(
         name=name,
         pool=pool,
-        labels={**labels, AGENT_LABEL: AGENT_VALUE, ADDRESS_LABEL: address or name},
+        labels={HOSTNAME_LABEL: name, **labels, AGENT_LABEL: AGENT_VALUE, ADDRESS_LABEL: address or name},
         resources=ev.Resources(
             gpu=float(gpus.count),
             gpu_memory=gpus.memory,

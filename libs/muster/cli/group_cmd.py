@@ -92,6 +92,7 @@ def _resources_text(pod: Any) -> str:
 
 def _text(events: list[PodGroupCreated]) -> str:
     from muster import placement_predicates as predicates
+    from muster import pod_affinity
 
     lines = []
     for e in events:
@@ -122,6 +123,23 @@ def _text(events: list[PodGroupCreated]) -> str:
             if p.node_affinity:
                 lines.append(
                     "    requires a node with " + " or ".join(map(predicates.describe_term, p.node_affinity))
+                )
+            if p.pod_affinity:
+                lines.append(
+                    "    goes beside " + " and ".join(map(pod_affinity.describe_term, p.pod_affinity))
+                )
+            for w in p.preferred_pod_affinity:
+                lines.append(
+                    f"    prefers beside {pod_affinity.describe_term(w.pod_affinity_term)} (weight {w.weight})"
+                )
+            for w in p.preferred_pod_anti_affinity:
+                lines.append(
+                    f"    prefers apart from {pod_affinity.describe_term(w.pod_affinity_term)} (weight {w.weight})"
+                )
+            if p.pod_anti_affinity:
+                lines.append(
+                    "    keeps apart from "
+                    + " or ".join(map(pod_affinity.describe_term, p.pod_anti_affinity))
                 )
         if e.topology is not None:
             named = f" of {e.topology.name} ({' > '.join(e.topology.levels)})" if e.topology.name else ""

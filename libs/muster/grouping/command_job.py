@@ -18,7 +18,9 @@
       priority_class: train
       node_selector: {zone: a}
       tolerations: [{key: gpu, operator: Exists}]   # Kubernetes' spelling, as are
-      affinity: {nodeAffinity: {...}}               # these (required node affinity)
+      affinity: {nodeAffinity: {...}}               # these (required node affinity, required pod
+                                                    # affinity and anti-affinity, which select pods
+                                                    # by their job's metadata.labels)
 
 One gang of ``count`` pods; each carries the command, and the group is of
 the ``command`` runtime, so it lands only on a node whose agent can run it.
@@ -147,6 +149,7 @@ def group_command(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
                 "node_selector": spec.node_selector,
                 "tolerations": spec.tolerations,
                 "affinity": spec.affinity,
+                "labels": meta.labels,
             }
         ],
     }

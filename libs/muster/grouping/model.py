@@ -128,7 +128,14 @@ def pod_template(
     check_timing_annotations(meta.annotations, meta_path)
     return PodTemplate(
         pod=build_pod_spec(
-            spec, meta.annotations, spath, role=role, count=count, subgroup=subgroup, meta_path=meta_path
+            spec,
+            meta.annotations,
+            spath,
+            role=role,
+            count=count,
+            subgroup=subgroup,
+            meta_path=meta_path,
+            labels=meta.labels,
         ),
         labels=meta.labels,
         annotations=meta.annotations,

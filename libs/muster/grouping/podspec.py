@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from muster import mig, pod_constraints
-from muster.events import NodeSelectorTerm, PodSpec, Resources, SecretEnv, Toleration
+from muster.events import PodSpec, Resources, SecretEnv
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_list, get_map, get_str, join, string_map
 from muster.grouping.secret_env import pod_secret_env
@@ -186,8 +186,10 @@ def build_pod_spec(
     count: int,
     subgroup: str = "",
     meta_path: str = "",
+    labels: dict[str, str] | None = None,
 ) -> PodSpec:
-    """A muster ``PodSpec`` for ``count`` pods of one Kubernetes pod spec.
+    """A muster ``PodSpec`` for ``count`` pods of one Kubernetes pod spec, labelled ``labels`` (the pod
+    template's own, which other pods' affinity selects).
 
     ``path`` locates the pod spec, ``meta_path`` the metadata holding ``annotations``. A field that
     changes where the pod may run and that muster does not honour is refused by name.
@@ -196,7 +198,7 @@ def build_pod_spec(
         pod_constraints.refuse_unhonoured(spec)
     except pod_constraints.ConstraintError as exc:
         raise ManifestError(join(path, exc.path), exc.message) from None
-    tolerations, node_affinity = placement_constraints(spec, path)
+    constraints = placement_constraints(spec, path)
     return pod_spec_from_totals(
         effective_requests(spec, path),
         annotations,
@@ -205,16 +207,17 @@ def build_pod_spec(
         count=count,
         subgroup=subgroup,
         meta_path=meta_path,
-        tolerations=tolerations,
-        node_affinity=node_affinity,
+        constraints=constraints,
+        labels=labels,
         secret_env=pod_secret_env(spec, path),
         spec_path=path,
     )
 
 
-def placement_constraints(spec: dict[str, Any], path: str) -> tuple[list[Toleration], list[NodeSelectorTerm]]:
-    """The ``tolerations`` and required node ``affinity`` of a pod spec (or of a framework's pod part
-    spelled like one) at ``path``; a bad or unhonoured one raises naming its field."""
+def placement_constraints(spec: dict[str, Any], path: str) -> pod_constraints.Constraints:
+    """The ``tolerations``, required node ``affinity`` and required pod (anti-)affinity of a pod spec (or
+    of a framework's pod part spelled like one) at ``path``; a bad or unhonoured one raises naming its
+    field."""
     try:
         return pod_constraints.from_pod_spec(spec)
     except pod_constraints.ConstraintError as exc:
@@ -230,13 +233,14 @@ def pod_spec_from_totals(
     count: int,
     subgroup: str = "",
     meta_path: str = "",
-    tolerations: list[Toleration] | None = None,
-    node_affinity: list[NodeSelectorTerm] | None = None,
+    constraints: pod_constraints.Constraints | None = None,
+    labels: dict[str, str] | None = None,
     secret_env: list[SecretEnv] | None = None,
     spec_path: str = "",
 ) -> PodSpec:
-    """A ``PodSpec`` from an effective request (see ``combine_requests``); ``spec_path`` locates the pod
-    spec whose containers asked for it."""
+    """A ``PodSpec`` from an effective request (see ``combine_requests``), with its placement
+    ``constraints`` and its pods' ``labels``; ``spec_path`` locates the pod spec whose containers asked
+    for it."""
     totals = dict(totals)
     gpu, gpu_memory = _gpu_share(annotations, meta_path, float(totals.pop("gpu", 0.0)))
     cpu = int(totals.pop("cpu", 0))
@@ -253,7 +257,7 @@ def pod_spec_from_totals(
         resources=Resources(gpu=gpu, gpu_memory=gpu_memory, cpu=cpu, memory=memory, extended=extended),
         node_selector=node_selector,
         subgroup=subgroup,
-        tolerations=list(tolerations or []),
-        node_affinity=list(node_affinity or []),
+        **(constraints.pod_spec_fields() if constraints else {}),
+        labels=dict(labels or {}),
         secret_env=list(secret_env or []),
     )

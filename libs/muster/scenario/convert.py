@@ -190,8 +190,7 @@ def _pod_spec(pod: m.Pod) -> ev.PodSpec:
     except ScenarioError as exc:
         raise _under("resources", exc) from None
     try:
-        tolerations = pod_constraints.tolerations(pod.tolerations, "tolerations")
-        node_affinity = pod_constraints.node_affinity(pod.affinity, "affinity")
+        constraints = pod_constraints.affinity_constraints(pod.tolerations, pod.affinity)
     except pod_constraints.ConstraintError as exc:
         raise ScenarioError(exc.path, exc.message) from None
     return ev.PodSpec(
@@ -200,8 +199,8 @@ def _pod_spec(pod: m.Pod) -> ev.PodSpec:
         resources=resources,
         node_selector=dict(pod.node_selector),
         gpu_models=list(pod.gpu_models),
-        tolerations=tolerations,
-        node_affinity=node_affinity,
+        **constraints.pod_spec_fields(),
+        labels=dict(pod.labels),
         subgroup=pod.subgroup,
     )
 

@@ -125,6 +125,8 @@ class Pod(_Strict):
     tolerations: list[Any] = []
     affinity: dict[str, Any] | None = None
     """core/v1 Tolerations and Affinity, checked by ``muster.pod_constraints`` (v1.1)."""
+    labels: dict[str, str] = {}
+    """The pods' labels, which pod affinity and anti-affinity select (v1.1)."""
     subgroup: str = ""
     """The leaf sub-group this entry's pods belong to ('': the job directly)."""
 

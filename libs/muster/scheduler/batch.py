@@ -574,6 +574,10 @@ def _plain(s: Session, jobs: list[Job], state_shape: np.ndarray) -> np.ndarray:
     touched = s.placed.keys() | s.evicted.keys()
     if touched:
         plain &= np.array([j.name not in touched for j in jobs], dtype=np.bool_)
+    view = s.pod_affinity()
+    if view is not None:
+        # pods some job's anti-affinity selects are placed one at a time (``Statement.place``)
+        plain &= np.array([not view.constrained(j) for j in jobs], dtype=np.bool_)
     return plain
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from muster import mig, runtimes
+from muster import mig, pod_affinity, runtimes
 from muster import placement_predicates as predicates
 from muster.kernels import placement as pl
 
@@ -161,3 +161,13 @@ def no_fit(
 
 def invalid_pod(message: str) -> str:
     return f"invalid pod request: {message}"
+
+
+def with_pod_affinity(why: str, req: PodReq) -> str:
+    """A no-fit reason of a pod placed under pod (anti-)affinity: the reason read without those rules,
+    and the rules, which narrow the nodes further."""
+    terms = [f"affinity to {pod_affinity.describe_term(t)}" for t in req.pod_affinity]
+    terms += [f"anti-affinity to {pod_affinity.describe_term(t)}" for t in req.pod_anti_affinity]
+    if not terms:
+        return f"{why}; and other pods' required anti-affinity may keep it out of some domains"
+    return f"{why}; and it requires pod {' and '.join(terms)}"

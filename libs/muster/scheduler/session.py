@@ -18,6 +18,7 @@ from . import reasons, subgroup_tree
 from .config import AllocatorConfig
 from .gang import elastic_state
 from .ordering import QueueShares
+from .pod_affinity_view import PodAffinityView
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
 from .queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
 from .state import ACTIVE, ALLOCATED, PENDING, ClusterState, Job, Offer, gpu_accounting, leaf_counts, planes
@@ -73,6 +74,7 @@ class Session:
         self.placed: dict[str, dict[int, tuple[int, tuple[int, ...], float, bool]]] = {}
         # pods evicted in this session (a moved pod is in both)
         self.evicted: dict[str, set[int]] = {}
+        self._pod_affinity: PodAffinityView | None = None
 
     # -- what a job has and wants ---------------------------------------------------------------
 
@@ -174,6 +176,13 @@ class Session:
             mask = self._eligible[key] = self.state.node_table.eligible(job.pool, spec_key)
         return mask
 
+    def pod_affinity(self) -> PodAffinityView | None:
+        """Pod affinity and anti-affinity in this cycle; None while no job has such terms (then no pod's
+        nodes depend on another's)."""
+        if self._pod_affinity is None and self.state.ledger.pod_affinity_jobs:
+            self._pod_affinity = PodAffinityView(self.state, self.evicted, self.placed)
+        return self._pod_affinity
+
     def offer(self, pool: str, runtime: str) -> Offer:
         """What the nodes of ``pool`` offer a pod of ``runtime`` (``NodeTable.offer``), asked once a cycle."""
         key = (pool, runtime)
@@ -184,7 +193,13 @@ class Session:
 
     def no_fit(self, job: Job, pods: list[int], count: int) -> str:
         """Why ``pods`` of ``job`` found no room when the first ``count`` of them fitted."""
-        return reasons.no_fit(job, pods, count, self.nodes, self.pod_arrays(job, pods), self.offer)
+        why = reasons.no_fit(job, pods, count, self.nodes, self.pod_arrays(job, pods), self.offer)
+        view = self.pod_affinity()
+        if view is not None and view.constrained(job):
+            return reasons.with_pod_affinity(
+                why, job.pods[pods[count]] if count < len(pods) else job.pods[pods[0]]
+            )
+        return why
 
     def free_gpus(self) -> float:
         """GPUs not held by running pods on served nodes (idle, releasing, free parts of shared devices,

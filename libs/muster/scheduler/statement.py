@@ -9,6 +9,7 @@ import numpy as np
 from muster import events as ev
 from muster.kernels import placement as pl
 
+from .pod_affinity_view import PodAffinityView
 from .policy_placement import pod_seed
 from .session import Session
 from .state import Job
@@ -35,7 +36,58 @@ class Statement:
         self, job: Job, pods: list[int], restrict: np.ndarray | None = None, releasing_first: bool = False
     ) -> pl.Placement:
         """Place ``pods`` of ``job`` greedily; a partial result stays applied until rollback or discard.
-        ``releasing_first``: whole-GPU pods take releasing devices before idle ones (see ``pl.place``)."""
+        ``releasing_first``: whole-GPU pods take releasing devices before idle ones (see ``pl.place``).
+        A job under pod (anti-)affinity is placed one pod at a time, each on the nodes those rules leave
+        it after the pods placed before it (``PodAffinityView``)."""
+        view = self.session.pod_affinity()
+        if view is not None and pods and view.constrained(job):
+            return self._place_each(view, job, pods, restrict, releasing_first)
+        return self._place(job, pods, restrict, releasing_first)
+
+    def _place_each(
+        self,
+        view: PodAffinityView,
+        job: Job,
+        pods: list[int],
+        restrict: np.ndarray | None,
+        releasing_first: bool,
+    ) -> pl.Placement:
+        results = []
+        for i in pods:
+            pending = [(j, pod, slot) for j, pod, slot, *_ in self.placements()]
+            mask, scores = view.mask(job, i, pending)
+            if restrict is not None:
+                mask &= restrict[: mask.shape[0]]
+            got = self._place_ranked(job, i, mask, scores, releasing_first)
+            results.append(got)
+            if got.count == 0:
+                break
+        count = sum(r.count for r in results)
+        return pl.Placement(
+            count,
+            np.concatenate([r.node[: r.count] for r in results]),
+            np.concatenate([r.devices[: r.count] for r in results]),
+            np.concatenate([r.share[: r.count] for r in results]),
+            np.concatenate([r.pipelined[: r.count] for r in results]),
+        )
+
+    def _place_ranked(
+        self, job: Job, pod: int, mask: np.ndarray, scores: np.ndarray | None, releasing_first: bool
+    ) -> pl.Placement:
+        """One pod on the nodes of ``mask``: those of the best preferred-affinity score first (KAI adds
+        that score, unnormalised, above every other), then the next best, and so on."""
+        if scores is None:
+            return self._place(job, [pod], mask, releasing_first)
+        got = None
+        for score in sorted(set(scores[mask].tolist()), reverse=True):
+            got = self._place(job, [pod], mask & (scores == score), releasing_first)
+            if got.count:
+                return got
+        return got if got is not None else self._place(job, [pod], mask, releasing_first)
+
+    def _place(
+        self, job: Job, pods: list[int], restrict: np.ndarray | None, releasing_first: bool
+    ) -> pl.Placement:
         s = self.session
         arrays = s.pod_arrays(job, pods, restrict=restrict)
         placer = s.policy_placer()

@@ -83,13 +83,10 @@ def test_a_gt_requirement_needs_one_integer():
         ({"nodeName": "node-1"}, "nodeName"),
         (
             {
-                "affinity": "{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: z}]}}"
+                "affinity": "{podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+                "[{topologyKey: z, labelSelector: {}, matchLabelKeys: [pod-template-hash]}]}}"
             },
-            "affinity.podAntiAffinity",
-        ),
-        (
-            {"affinity": "{podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{}]}}"},
-            "affinity.podAffinity",
+            "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys",
         ),
         (
             {"affinity": "{nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}"},
@@ -101,6 +98,122 @@ def test_a_placement_field_muster_does_not_honour_is_refused_by_name(fields, ref
     err = refusal(pytorch(**fields))
     assert err.path == f"{WORKER_SPEC}.{refused}"
     assert "muster does not honour it" in err.message
+
+
+ANTI = "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+def test_required_pod_affinity_terms_and_the_template_labels_reach_the_pods():
+    text = PYTORCH.replace(
+        "      template:\n", "      template:\n        metadata: {labels: {app: train, tier: gpu}}\n"
+    ) + (
+        "          affinity:\n"
+        "            podAffinity:\n"
+        "              requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "                - {labelSelector: {matchLabels: {app: cache}}, topologyKey: zone}\n"
+        "            podAntiAffinity:\n"
+        "              requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "                - labelSelector:\n"
+        "                    matchLabels: {app: train}\n"
+        "                    matchExpressions: [{key: tier, operator: Exists}]\n"
+        "                  topologyKey: kubernetes.io/hostname\n"
+    )
+    pod = only(group_yaml(text)).pods[0]
+    assert pod.labels == {"app": "train", "tier": "gpu"}
+    in_cache = ev.LabelSelectorRequirement(key="app", operator="In", values=("cache",))
+    assert pod.pod_affinity == [
+        ev.PodAffinityTerm(
+            label_selector=ev.LabelSelector(match_expressions=(in_cache,)), topology_key="zone"
+        )
+    ]
+    (term,) = pod.pod_anti_affinity
+    assert term.topology_key == "kubernetes.io/hostname"
+    assert term.label_selector == ev.LabelSelector(
+        match_expressions=(
+            ev.LabelSelectorRequirement(key="app", operator="In", values=("train",)),
+            ev.LabelSelectorRequirement(key="tier", operator="Exists"),
+        )
+    )
+
+
+def test_a_term_without_a_selector_selects_nothing_and_is_kept_so():
+    text = pytorch(
+        affinity="{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: z}]}}"
+    )
+    assert only(group_yaml(text)).pods[0].pod_anti_affinity == [ev.PodAffinityTerm(topology_key="z")]
+
+
+@pytest.mark.parametrize(
+    ("term", "field", "message"),
+    [
+        ("{labelSelector: {}}", "topologyKey", "required field is missing"),
+        ("{topologyKey: z, namespaces: [team-b]}", "namespaces", "muster has no namespaces"),
+        (
+            "{topologyKey: z, namespaceSelector: {matchLabels: {team: b}}}",
+            "namespaceSelector",
+            "muster has no namespaces",
+        ),
+        (
+            "{topologyKey: z, labelSelector: {matchExpressions: [{key: n, operator: Gt, values: ['1']}]}}",
+            "labelSelector.matchExpressions[0].operator",
+            "expected one of In, NotIn, Exists, DoesNotExist",
+        ),
+        (
+            "{topologyKey: z, labelSelector: {matchExpressions: [{key: n, operator: In}]}}",
+            "labelSelector.matchExpressions[0].values",
+            "must not be empty",
+        ),
+        (
+            "{topologyKey: z, labelSelector: {matchLabels: [a]}}",
+            "labelSelector.matchLabels",
+            "expected a mapping",
+        ),
+    ],
+)
+def test_a_pod_affinity_term_muster_cannot_read_or_honour_names_its_field(term, field, message):
+    err = refusal(
+        pytorch(affinity=f"{{podAntiAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}")
+    )
+    assert err.path == f"{WORKER_SPEC}.{ANTI}[0].{field}"
+    assert message in err.message
+
+
+def test_an_empty_namespace_selector_asks_for_every_namespace_as_muster_does():
+    text = pytorch(
+        affinity="{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+        "[{topologyKey: z, namespaceSelector: {}}]}}"
+    )
+    assert only(group_yaml(text)).pods[0].pod_anti_affinity == [ev.PodAffinityTerm(topology_key="z")]
+
+
+def test_preferred_pod_affinity_and_anti_affinity_reach_the_pods_with_their_weights():
+    term = "{podAffinityTerm: {labelSelector: {matchLabels: {app: db}}, topologyKey: zone}, weight: 30}"
+    text = pytorch(
+        affinity=f"{{podAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{term}]}}, "
+        f"podAntiAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}"
+    )
+    pod = only(group_yaml(text)).pods[0]
+    db = ev.LabelSelector(
+        match_expressions=(ev.LabelSelectorRequirement(key="app", operator="In", values=("db",)),)
+    )
+    want = [
+        ev.WeightedPodAffinityTerm(
+            weight=30, pod_affinity_term=ev.PodAffinityTerm(label_selector=db, topology_key="zone")
+        )
+    ]
+    assert (pod.preferred_pod_affinity, pod.preferred_pod_anti_affinity) == (want, want)
+
+
+@pytest.mark.parametrize("weight", ["0", "101", "'5'"])
+def test_a_preferred_terms_weight_outside_1_to_100_names_the_field(weight):
+    term = f"{{weight: {weight}, podAffinityTerm: {{topologyKey: z}}}}"
+    err = refusal(
+        pytorch(affinity=f"{{podAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}")
+    )
+    assert (
+        err.path
+        == f"{WORKER_SPEC}.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"
+    )
 
 
 def test_a_container_host_port_is_refused_by_name():
@@ -160,3 +273,24 @@ def test_an_argo_step_takes_its_templates_tolerations_else_the_workflows():
 def test_the_grove_example_keeps_its_fake_node_toleration():
     groups = group_file("podcliqueset/grove__single-node-aggregated.yaml")
     assert {t.key for g in groups for p in g.pods for t in p.tolerations} == {"fake-node"}
+
+
+def test_spark_roles_and_argo_steps_carry_their_pod_labels():
+    spark = only(
+        group_yaml(
+            """
+apiVersion: sparkoperator.k8s.io/v1beta2
+kind: SparkApplication
+metadata: {name: pi}
+spec:
+  driver: {cores: 1, memory: 512m, labels: {role: driver}}
+  executor: {cores: 1, instances: 2, memory: 512m, labels: {role: executor}}
+"""
+        )
+    )
+    assert {role: p.labels for role, p in pods_by_role(spark).items()} == {
+        "driver": {"role": "driver"},
+        "executor": {"role": "executor"},
+    }
+    argo = ARGO.replace("  entrypoint: main\n", "  entrypoint: main\n  podMetadata: {labels: {wf: x}}\n")
+    assert all(g.pods[0].labels == {"wf": "x"} for g in group_yaml(argo))

@@ -55,11 +55,28 @@ def test_a_taint_with_an_unknown_effect_names_the_field():
     assert err.path == "nodes[0].taints[0].effect"
 
 
-def test_pod_anti_affinity_is_refused_naming_the_field():
-    err = error_of(scenario(pod={"affinity": {"podAntiAffinity": {REQUIRED: [{"topologyKey": "zone"}]}}}))
+def test_pod_labels_and_required_pod_anti_affinity_reach_the_pod_spec():
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}
+    data = scenario(pod={"labels": {"app": "db"}, "affinity": {"podAntiAffinity": {REQUIRED: [term]}}})
+    (group,) = [e for e in events_of(data) if isinstance(e, ev.PodGroupCreated)]
+    pod = group.pods[0]
+    assert pod.labels == {"app": "db"}
+    assert pod.pod_anti_affinity == [
+        ev.PodAffinityTerm(
+            label_selector=ev.LabelSelector(
+                match_expressions=(ev.LabelSelectorRequirement(key="app", operator="In", values=("db",)),)
+            ),
+            topology_key="zone",
+        )
+    ]
+
+
+def test_a_preferred_pod_anti_affinity_term_without_its_term_names_the_field():
+    preferred = "preferredDuringSchedulingIgnoredDuringExecution"
+    err = error_of(scenario(pod={"affinity": {"podAntiAffinity": {preferred: [{"weight": 1}]}}}))
     assert (err.path, err.message) == (
-        "jobs[0].pods[0].affinity.podAntiAffinity",
-        "muster does not honour it",
+        f"jobs[0].pods[0].affinity.podAntiAffinity.{preferred}[0].podAffinityTerm",
+        "required field is missing",
     )
 
 

@@ -173,8 +173,10 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
         role=role,
         count=1,
         meta_path=mpath,
-        tolerations=own[0] if template.get("tolerations") else workflow[0],
-        node_affinity=own[1] if template.get("affinity") is not None else workflow[1],
+        constraints=(own if template.get("affinity") is not None else workflow)._replace(
+            tolerations=own.tolerations if template.get("tolerations") else workflow.tolerations
+        ),
+        labels=labels,
         secret_env=secret_env([*init, *containers]),
         spec_path=tpath,
     )

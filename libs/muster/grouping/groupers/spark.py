@@ -76,18 +76,19 @@ def _role(spec: dict[str, Any], spath: str, role: str, count: int) -> PodTemplat
         except QuantityError as exc:
             raise ManifestError(join(gpath, "quantity"), str(exc)) from exc
     selector = {**string_map(spec, "nodeSelector", spath), **string_map(part, "nodeSelector", rpath)}
-    tolerations, node_affinity = placement_constraints(part, rpath)
+    constraints = placement_constraints(part, rpath)
+    labels = string_map(part, "labels", rpath)
     pod = PodSpec(
         role=role,
         count=count,
         resources=Resources(gpu=gpu, cpu=cpu, memory=memory + overhead, extended=extended),
         node_selector=selector,
-        tolerations=tolerations,
-        node_affinity=node_affinity,
+        **constraints.pod_spec_fields(),
+        labels=labels,
     )
     return PodTemplate(
         pod=pod,
-        labels=string_map(part, "labels", rpath),
+        labels=labels,
         annotations=string_map(part, "annotations", rpath),
         priority_class_name=get_str(part, "priorityClassName", rpath),
         # Spark's operator runs the application's image, or the role's own.

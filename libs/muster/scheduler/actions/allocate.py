@@ -41,16 +41,20 @@ class AllocateAction:
         if why is not None:
             s.reasons[job.name] = why
             return False
-        # within one allocate pass resources only shrink, so a shape that found no room never will
+        # within one allocate pass resources only shrink, so a shape that found no room never will; but
+        # pods placed later in the pass may meet a pod affinity, so those jobs are not remembered
+        view = s.pod_affinity()
         shape = (job.pool, job.topology, tuple(job.pods[i] for i in pods))
-        why = failed_shapes.get(shape)
+        cached = view is None or not view.constrained(job)
+        why = failed_shapes.get(shape) if cached else None
         if why is not None:
             s.reasons[job.name] = why
             return False
         stmt = Statement(s)
         why = place_job(s, stmt, job, pods)
         if why is not None:
-            failed_shapes[shape] = why
+            if cached:
+                failed_shapes[shape] = why
             s.reasons[job.name] = why
             return False
         placed = stmt.placements()

@@ -39,7 +39,14 @@ class PodLedger:
     """Jobs by name, with their pods' states and the sets kept in step with them."""
 
     CACHES: ClassVar[frozenset[str]] = frozenset(
-        {"_pending_sorted", "_pending_added", "_pending_removed", "_requests_of", "_shape_of"}
+        {
+            "_pending_sorted",
+            "_pending_added",
+            "_pending_removed",
+            "_requests_of",
+            "_shape_of",
+            "pod_affinity_jobs",
+        }
     )
     IMAGED_AS: ClassVar[dict[str, tuple[str, ...]]] = {}
 
@@ -68,6 +75,9 @@ class PodLedger:
         # spec list, keyed by its JSON, instead of parsed and hashed again for every job.
         self._requests_of: dict[bytes, tuple[tuple[PodReq, ...], bool]] = {}
         self._shape_of: dict[tuple[str, bytes], int] = {}
+        self.pod_affinity_jobs: set[str] = set()
+        """Jobs a pod of which has pod affinity or anti-affinity terms (rebuilt from the jobs on restore):
+        while there are none, no pod's placement depends on another's."""
 
     # -- jobs arriving and leaving ----------------------------------------------------------------
 
@@ -107,6 +117,8 @@ class PodLedger:
         if n and plain and not job.subgroups and job.topology is None and max(job.min_available, 1) >= n:
             job.shape = self._shape(job.pool, key, requests)
         self.jobs[e.name] = job
+        if _has_pod_affinity(job):
+            self.pod_affinity_jobs.add(job.name)
         self.preemption_delay_used = self.preemption_delay_used or bool(e.preemption_delay)
         if n and job.name not in self.pending_jobs:
             self.pending_jobs.add(job.name)
@@ -118,6 +130,7 @@ class PodLedger:
     def remove(self, name: str) -> None:
         """Forget a job whose pods are no longer counted anywhere."""
         del self.jobs[name]
+        self.pod_affinity_jobs.discard(name)
         if name in self.pending_jobs:
             self.pending_jobs.discard(name)
             self._pending_removed = True
@@ -138,7 +151,8 @@ class PodLedger:
             if len(self._requests_of) >= REQUESTS_REMEMBERED:
                 self._requests_of.clear()
                 self._shape_of.clear()
-            plain = all(p.kind != pl.MEMORY and p.invalid is None for p in pods)
+            # a pod with pod (anti-)affinity is placed one at a time, in Python (``PodAffinityView``)
+            plain = all(p.kind != pl.MEMORY and p.invalid is None and not p.has_pod_affinity for p in pods)
             hit = self._requests_of[key] = (tuple(pods), plain)
         return key, hit[0], hit[1]
 
@@ -251,7 +265,12 @@ class PodLedger:
         ledger.shapes = {(s.pool, tuple(s.pods)): s.id for s in image.shapes}
         ledger.evicted_unclocked = set(image.evicted_unclocked)
         ledger.preemption_delay_used = image.preemption_delay_used
+        ledger.pod_affinity_jobs = {name for name, job in ledger.jobs.items() if _has_pod_affinity(job)}
         return ledger
+
+
+def _has_pod_affinity(job: Job) -> bool:
+    return any(p.has_pod_affinity for p in job.pods)
 
 
 def _shared_requests(jobs: dict[str, Job]) -> dict[str, Job]:

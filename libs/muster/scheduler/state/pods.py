@@ -59,6 +59,15 @@ class PodReq:
     gpu_request: str = mig.CPU_ONLY
     """What kind of GPU it asks for, as KAI's node predicate tells pods apart (``muster.mig.request_type``):
     a node's MIG strategy admits one kind only."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """The pod's labels, sorted: what pod (anti-)affinity terms select."""
+    pod_affinity: tuple[ev.PodAffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[ev.PodAffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[ev.WeightedPodAffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[ev.WeightedPodAffinityTerm, ...] = ()
+    """Required and preferred pod affinity and anti-affinity terms (``muster.pod_affinity``). Not in
+    ``spec_key``: they depend on where other pods are, so the session applies them pod by pod
+    (``PodAffinityView``)."""
 
     @property
     def spec_key(self) -> tuple:
@@ -71,6 +80,16 @@ class PodReq:
             self.tolerations,
             self.node_affinity,
             self.gpu_request,
+        )
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        """Whether the pod has any pod affinity or anti-affinity term, required or preferred."""
+        return bool(
+            self.pod_affinity
+            or self.pod_anti_affinity
+            or self.preferred_pod_affinity
+            or self.preferred_pod_anti_affinity
         )
 
 
@@ -109,6 +128,11 @@ def pod_req(spec: ev.PodSpec, path: str, runtime: str = "") -> PodReq:
         tolerations=tuple(spec.tolerations),
         node_affinity=tuple(spec.node_affinity),
         gpu_request=mig.request_type(kind == pl.WHOLE, kind in (pl.FRACTION, pl.MEMORY), (k for k, _ in ext)),
+        labels=tuple(sorted(spec.labels.items())),
+        pod_affinity=tuple(spec.pod_affinity),
+        pod_anti_affinity=tuple(spec.pod_anti_affinity),
+        preferred_pod_affinity=tuple(spec.preferred_pod_affinity),
+        preferred_pod_anti_affinity=tuple(spec.preferred_pod_anti_affinity),
     )
 
 
