@@ -14,6 +14,9 @@ from pathlib import Path
 from muster.bench.philly_outcomes import Outcome
 from muster.report import Report
 
+LINES = ("-", "--", "-.", ":")
+"""A line style per policy, in order: policies that decide alike draw on top of each other, and the dashes
+show both."""
 SUMMARY = (
     ("wait_mean_s", "mean wait, s"),
     ("wait_p99_s", "p99 wait, s"),
@@ -53,11 +56,12 @@ def write_plots(outcomes: Sequence[Outcome], folder: Path, stem: str) -> list[Pa
         at_load = [o for o in outcomes if o.row["load"] == load]
         fig = Figure(figsize=(8, 4))
         ax = fig.subplots()
-        for o in at_load:
+        for i, o in enumerate(at_load):
             waits = all_waits(o.report)
             if waits:
                 n = len(waits)
-                ax.step(waits, [(i + 1) / n for i in range(n)], where="post", label=o.row["policy"])
+                ys = [(k + 1) / n for k in range(n)]
+                ax.step(waits, ys, where="post", label=o.row["policy"], linestyle=LINES[i % len(LINES)])
         ax.set_xscale("symlog", linthresh=60)
         ax.set(title=f"wait to first bind, load x{load:g} (CDF)", xlabel="seconds", ylabel="fraction of jobs")
         ax.legend(loc="lower right")
@@ -65,12 +69,13 @@ def write_plots(outcomes: Sequence[Outcome], folder: Path, stem: str) -> list[Pa
 
         fig = Figure(figsize=(8, 4))
         ax = fig.subplots()
-        for o in at_load:
+        for i, o in enumerate(at_load):
             used = o.report.timeline.used
             if used.times:
                 start = o.report.start
                 xs = [(t - start) / 3600 for t in used.times] + [(o.report.end - start) / 3600]
-                ax.step(xs, [*used.values, used.values[-1]], where="post", label=o.row["policy"])
+                ys = [*used.values, used.values[-1]]
+                ax.step(xs, ys, where="post", label=o.row["policy"], linestyle=LINES[i % len(LINES)])
         ax.set(title=f"GPUs in use, load x{load:g}", xlabel="hours since the first submission", ylabel="GPUs")
         ax.legend(loc="best")
         save(fig, f"x{load:g}-gpus")
