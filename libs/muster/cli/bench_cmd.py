@@ -209,23 +209,95 @@ def _cli_cmd(args: argparse.Namespace) -> int:
     return OK
 
 
-def _philly_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+def _philly_speed_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
     """Issue #26: the Philly trace simulated stepping every cycle and skipping idle time."""
     from muster.bench import philly
 
-    return [{"benchmark": "philly", **row} for row in philly.run(bool(args.quick), progress)]
+    return [{"benchmark": "philly-speed", **row} for row in philly.run(bool(args.quick), progress)]
+
+
+def _philly_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Issue #26: four sharing policies on the Philly trace at three loads (quick: Pollux's 160-job sample)."""
+    from muster.bench import philly_outcomes
+    from muster.bench.philly_trace import TraceError
+
+    try:
+        workload = philly_outcomes.philly_workload(quick=bool(args.quick))
+    except TraceError as exc:
+        progress(f"philly: skipped, {exc}")
+        return []
+    return [{"benchmark": "philly", **o.row} for o in philly_outcomes.run(workload, progress=progress)]
+
+
+def _philly_jobs(value: str | None, default: int) -> int | None:
+    """``--jobs``: a number of jobs, or None for all of them."""
+    if value is None or value == "all":
+        return default if value is None else None
+    if not value.isdigit() or int(value) < 1:
+        fail(f"--jobs: {value!r}: a number of jobs (at least 1) or 'all'")
+    return int(value)
 
 
 def _philly_cmd(args: argparse.Namespace) -> int:
-    rows = _philly_suite(args, lambda _msg: None)
+    if args.speed:
+        return _philly_speed_cmd(args)
+    from muster.bench import philly_outcomes, philly_plots, philly_tables
+    from muster.bench.philly_trace import DATA, DEFAULT_JOBS, TraceError
+
+    if args.quick and args.jobs is not None:
+        fail("--jobs: not with --quick (the quick run is Pollux's 160-job sample)")
+    jobs = _philly_jobs(args.jobs, DEFAULT_JOBS)
+    try:
+        workload = philly_outcomes.philly_workload(Path(args.data or DATA), jobs, bool(args.quick))
+    except TraceError as exc:
+        fail(f"--data: {exc}", BAD_INPUT)
+    outcomes = _with_progress(lambda progress: philly_outcomes.run(workload, progress=progress))
+    rows = [o.row for o in outcomes]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"bench-philly{'-quick' if args.quick else ''}.json"
+    stem = "quick" if args.quick else "all" if jobs is None else str(jobs)
+    path = out / f"bench-philly-{stem}.json"
+    path.write_text(json.dumps(rows, indent=2) + "\n")
+    pngs = philly_plots.write_plots(outcomes, out, stem)
+    if args.json:
+        print_json(rows)
+        return OK
+    for line in philly_tables.load_tables(
+        rows, f"philly: {len(workload.jobs):,} jobs on {workload.gpus:,} GPUs"
+    ):
+        print(line)
+    print(f"results: {path}")
+    for p in pngs:
+        print(f"plot: {p}")
+    return OK
+
+
+def _with_progress(work: Callable[[Callable[[str], None]], list]) -> list:
+    """``work(progress)``, its progress shown on stderr when that is a terminal."""
+    if not sys.stderr.isatty():
+        return work(lambda _msg: None)
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True)
+    ) as bar:
+        task = bar.add_task("philly", total=None)
+        return work(lambda msg: bar.update(task, description=msg))
+
+
+def _philly_speed_cmd(args: argparse.Namespace) -> int:
+    if args.jobs is not None or args.data is not None:
+        fail("--jobs and --data: not with --speed (it times its own sizes of the shared trace)")
+    rows = _philly_speed_suite(args, lambda _msg: None)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench-philly-speed{'-quick' if args.quick else ''}.json"
     path.write_text(json.dumps(rows, indent=2) + "\n")
     if args.json:
         print_json(rows)
     else:
-        _print_rows("philly", rows)
+        _print_rows("philly --speed", rows)
         print(f"results: {path}")
     return OK
 
@@ -241,6 +313,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[di
     "restart": _restart_suite,
     "cli": _cli_suite,
     "philly": _philly_suite,
+    "philly-speed": _philly_speed_suite,
 }
 
 
@@ -406,6 +479,7 @@ def _flat(doc: dict, prefix: str = "") -> list[tuple[str, object]]:
 def register(sub: Any) -> None:
     """Add ``bench`` and its sub-benchmarks to an argparse subparsers object."""
     from muster.bench import cli as cli_bench
+    from muster.bench.philly_trace import DEFAULT_JOBS
 
     parser = sub.add_parser("bench", description=__doc__.split("\n\n")[1])
     _suite_arguments(parser)
@@ -421,10 +495,31 @@ def register(sub: Any) -> None:
     alloc.add_argument("--quick", action="store_true", help="smoke run")
     alloc.set_defaults(run=_allocator_cmd)
 
-    philly = benches.add_parser("philly", help="the Philly trace simulated stepping and skipping idle time")
-    philly.add_argument("--json", action="store_true", help="print one JSON document")
-    philly.add_argument("--quick", action="store_true", help="smoke run: the first 200 jobs")
-    philly.add_argument("--out", default="bench/results", help="folder for the JSON (default bench/results)")
+    philly = benches.add_parser(
+        "philly",
+        help="four sharing policies on the Philly trace at three loads",
+        description="Strict quotas, borrowing without reclaim, the default (KAI's actions) and the default "
+        "with time-based fair share, each at loads x1, x4 and x8, on the Philly trace's jobs from 2017-10-01 "
+        "(queues: its virtual clusters, quotas from their sizes). See docs/bench-philly.md.",
+    )
+    philly.add_argument(
+        "--jobs",
+        metavar="N|all",
+        help=f"the first N jobs from 2017-10-01, or all of them (default {DEFAULT_JOBS:,})",
+    )
+    philly.add_argument("--quick", action="store_true", help="smoke run: Pollux's 160-job sample on 64 GPUs")
+    philly.add_argument(
+        "--speed",
+        action="store_true",
+        help="instead: time the simulator stepping every cycle and skipping idle time",
+    )
+    philly.add_argument(
+        "--data", default=None, metavar="DIR", help="the data folder (default: the shared Philly data)"
+    )
+    philly.add_argument("--json", action="store_true", help="print the rows as one JSON document")
+    philly.add_argument(
+        "--out", default="bench/results", help="folder for the JSON and plots (default bench/results)"
+    )
     philly.set_defaults(run=_philly_cmd)
 
     e2e = benches.add_parser(

@@ -301,6 +301,8 @@ class ReportFold:
             completion=summarize([j.ended_at - j.submitted for j in self.all_jobs if j.completed]),
             evictions=sum(j.evictions for j in self.all_jobs),
             evicted_gpu_seconds=sum(j.evicted_gpu_seconds for j in self.all_jobs),
+            below_quota_seconds=sum(q.below_quota_seconds for q in leaves),
+            borrowed_gpu_seconds=sum(q.borrowed_gpu_seconds for q in queues.values() if q.parent is None),
         )
         return Report(
             start=start,

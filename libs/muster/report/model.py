@@ -105,6 +105,10 @@ class ClusterFigures:
     completion: Summary = Summary()
     evictions: int = 0
     evicted_gpu_seconds: float = 0.0
+    below_quota_seconds: float = 0.0
+    """The leaf queues' ``below_quota_seconds`` summed: seconds of guarantee broken, queue by queue."""
+    borrowed_gpu_seconds: float = 0.0
+    """The top-level queues' ``borrowed_gpu_seconds`` summed: GPU-seconds held beyond their quotas."""
 
     def utilisation(self) -> float | None:
         """GPU-hours used over GPU-hours available in the window."""
@@ -127,6 +131,8 @@ class ClusterFigures:
             "completion_seconds": self.completion.to_builtins(),
             "evictions": self.evictions,
             "gpu_hours_evicted": _hours(self.evicted_gpu_seconds),
+            "below_quota_with_pending_seconds": round(self.below_quota_seconds, 3),
+            "gpu_hours_borrowed": _hours(self.borrowed_gpu_seconds),
         }
 
 

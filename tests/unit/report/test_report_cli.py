@@ -26,7 +26,7 @@ QUEUE_KEYS = {
 CLUSTER_KEYS = {
     "jobs", "started", "completed", "failed", "gpus", "gpu_hours_used", "gpu_hours_available",
     "utilisation_mean", "makespan_seconds", "jain_index", "wait_seconds", "completion_seconds", "evictions",
-    "gpu_hours_evicted",
+    "gpu_hours_evicted", "below_quota_with_pending_seconds", "gpu_hours_borrowed",
 }  # fmt: skip
 
 
