@@ -322,6 +322,13 @@ class Agent:
         return self.config.grace_period
 
 
+def snapshot_owner(config: AgentConfig) -> str:
+    """Whose snapshot store the agent writes and restores from: its node's own, when it logs in as its
+    node's own user (no other login may write there), else the store the shared ``agent`` login writes."""
+    own = agent_user(config.node.name)
+    return own if config.credentials is not None and config.credentials.user == own else "agent"
+
+
 async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Event) -> None:
     """Run one machine's agent until ``stop`` is set; then drain the node."""
     bus = await NatsBus.connect(
@@ -336,7 +343,12 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
     rebuilt = asyncio.Event()
     # The agent's fold starts from its node's newest snapshot: the log's tail is all it reads at start.
     snapshots, start_seq = await snapshotting.restored(
-        bus, consumer_name(config.node.name), agent, AgentCodec(), owner="agent", env=os.environ
+        bus,
+        consumer_name(config.node.name),
+        agent,
+        AgentCodec(),
+        owner=snapshot_owner(config),
+        env=os.environ,
     )
 
     async def handle(deliveries: list, live: bool) -> None:
