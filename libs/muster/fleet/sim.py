@@ -283,18 +283,25 @@ class SimFleet:
         self._requests.pop((_BIND, (event.job, event.pod)), None)
 
     def _on_pod_evicted(self, event: ev.PodEvicted | ev.PodCompleted | ev.PodFailed) -> bool:
-        """Whether the pod's end was taken: not when said of it on another node than the fleet runs it on
-        (before it moved there, or by another node's agent)."""
+        """Take the pod's end; whether it was taken. A word from another node than the one the fleet runs
+        the pod on (before it moved there, or another node's agent), or than the one its eviction asks
+        of, changes nothing."""
         key = (event.job, event.pod)
         running = self._bound.get(key)
         if running is not None and running.node != event.node:
+            return False
+        asked = self._requests.get((_EVICT, key))
+        if running is None and asked is not None and asked.node != event.node:
             return False
         self._requests.pop((_EVICT, key), None)
         self._release(key)
         return True
 
     def _on_pod_finished(self, event: ev.PodCompleted | ev.PodFailed) -> None:
-        if self._on_pod_evicted(event):
+        # Done for good, said by a node the fleet knows (its own completions are read back after ``step``
+        # released the pod; agents answer for their nodes' pods), and not of a pod running elsewhere.
+        known = event.node in self._nodes or event.node in self._agent_nodes
+        if self._on_pod_evicted(event) and known:
             self._finished.setdefault(event.job, set()).add(event.pod)
 
     # -- acting ------------------------------------------------------------
