@@ -21,7 +21,9 @@ from muster.agent import snapshot as agent_image
 from muster.agent.runtime import Agent, AgentConfig
 from muster.bounds import MAX_NODE_GPUS, MAX_PODS_PER_GROUP
 from muster.bus import Delivery
+from muster.bus.admission import admit
 from muster.bus.memory import MemoryBus
+from muster.events import encode_envelope
 from muster.fleet.sim import SimFleet
 from muster.nodes import snapshot as watch_image
 from muster.nodes.watch import NodeWatch
@@ -96,15 +98,22 @@ EVERY_FORGERY = st.one_of(
 AGENT_FORGERY = st.one_of(device_past_the_node(), node_never_registered(), pod_its_job_lacks())
 
 
+POD_MESSAGES = [i for i, m in enumerate(LOG) if m.subject == S.pods("default")]
+
+
 def forged_log(slipped: list[tuple[int, ev.Event]]) -> list[Delivery]:
-    """The history, with each forged fact appended to the message at its index."""
+    """The history, with each forged fact appended to a message of pod facts (where a node may say it),
+    every message as every reader admits it (``muster.bus.admission``)."""
     extra: dict[int, list[ev.Event]] = {}
     for index, event in slipped:
-        extra.setdefault(index % len(LOG), []).append(event)
-    return [
-        Delivery(subject=m.subject, seq=m.seq, events=[*m.events, *extra.get(i, [])])
-        for i, m in enumerate(LOG)
-    ]
+        extra.setdefault(POD_MESSAGES[index % len(POD_MESSAGES)], []).append(event)
+    out = []
+    for i, m in enumerate(LOG):
+        events = [*m.events, *extra.get(i, [])]
+        if i in extra:
+            events = admit(S, m.subject, encode_envelope(events))
+        out.append(Delivery(subject=m.subject, seq=m.seq, events=events))
+    return out
 
 
 def plain_log() -> list[Delivery]:
