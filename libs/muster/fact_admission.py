@@ -62,35 +62,39 @@ class FoldFacts(Protocol):
 def refusal(facts: FoldFacts, event: ev.Event) -> str | None:
     """Why ``event`` must not be folded into the fold ``facts`` describes, or None (any event that is not
     a pod fact is None)."""
-    if type(event) not in FACT_TYPES:
+    kind = type(event)
+    if kind not in FACT_TYPES:
         return None
     fact: PodFact = event  # type: ignore[assignment]
-    where = f"pod {fact.job}/{fact.pod}"
+    # Words are made only for a refusal: this runs on every pod fact of the hot path.
     count = facts.pods_of(fact.job)
     if count is not None and not 0 <= fact.pod < count:
-        return f"{where}: job {fact.job} has {count} pod(s)"
+        return f"{_pod(fact)}: job {fact.job} has {count} pod(s)"
     held = facts.placed_on(fact.job, fact.pod, fact.node)
     if held == NOWHERE:
-        if type(fact) in FINISHING:
-            return f"{where} is not running on node {fact.node}: it waits to be placed"
+        if kind in FINISHING:
+            return f"{_pod(fact)} is not running on node {fact.node}: it waits to be placed"
     elif held is not None and held != fact.node:
-        return f"{where} was placed on node {held}, not {fact.node}"
-    if type(fact) is not ev.PodBound:
+        return f"{_pod(fact)} was placed on node {held}, not {fact.node}"
+    if kind is not ev.PodBound:
         return None
-    return device_refusal(facts.devices_of(fact.node), fact)
+    return device_refusal(facts.devices_of(fact.node), fact)  # type: ignore[arg-type]
 
 
 def device_refusal(devices: int | None, bound: ev.PodBound) -> str | None:
     """Why ``bound`` cannot hold the devices it names on a node of ``devices`` GPUs (None: the node is
     not registered; ``UNCHECKED``: not known), or None."""
-    where = f"pod {bound.job}/{bound.pod}"
     if devices is None:
-        return f"{where}: node {bound.node} is not registered"
+        return f"{_pod(bound)}: node {bound.node} is not registered"
     gpus = bound.gpus
     if devices != UNCHECKED:
-        past = [g for g in gpus if not 0 <= g < devices]
-        if past:
-            return f"{where}: device {past[0]} is past the last of node {bound.node}'s {devices} GPUs"
+        for g in gpus:
+            if not 0 <= g < devices:
+                return f"{_pod(bound)}: device {g} is past the last of node {bound.node}'s {devices} GPUs"
     if len(gpus) > 1 and len(set(gpus)) != len(gpus):
-        return f"{where}: devices {gpus} name one device twice"
+        return f"{_pod(bound)}: devices {gpus} name one device twice"
     return None
+
+
+def _pod(fact: PodFact) -> str:
+    return f"pod {fact.job}/{fact.pod}"
