@@ -196,14 +196,38 @@ SNAPSHOT_OWNERS = ("", "binder", "nodewatch", "queue-controller", "agent")
 """The logins that write snapshots, each in its own bucket (the allocator's has no owner's name)."""
 
 
+NODE_OWNER_PREFIX = "agent-"
+"""Owners named so are one node's own agent login (``muster.runtime.security.agent_user``)."""
+
+_NODE_TOKEN_KEPT = 100
+"""Characters of a node's token kept whole in its bucket's name: a stream's name becomes a folder's
+on the server, and a node's name may have 253."""
+
+
 def snapshot_bucket(stream: str, owner: str = "") -> str:
     """The object store holding the snapshots ``owner`` (a NATS user) writes.
 
     One bucket per writer, so that a login may write only its own folds' snapshots: a machine agent
-    cannot put a forged state where the binder or the allocator would restore it. The allocators'
-    bucket (no owner) is the one replay reads.
+    cannot put a forged state where the binder or the allocator would restore it, and a node's own
+    agent login (``agent-<node token>``) writes a bucket of its node's alone, so no agent can put a
+    state where another node's agent would restore it. The allocators' bucket (no owner) is the one
+    replay reads.
     """
+    if owner.startswith(NODE_OWNER_PREFIX):
+        return f"{stream}{NODE_BUCKET_INFIX}{_bucket_token(owner.removeprefix(NODE_OWNER_PREFIX))}"
     return f"{stream}_SNAPSHOTS" + (f"_{owner.upper().replace('-', '_')}" if owner else "")
+
+
+NODE_BUCKET_INFIX = "_SNAPSHOTS_AGENT_"
+
+
+def _bucket_token(token: str) -> str:
+    # Node tokens are lower-case letters, digits, `-` and `_` (for a dot; never two in a row), so
+    # upper-casing keeps them one-to-one, and a digested long one (after `__`) meets no whole one.
+    if len(token) <= _NODE_TOKEN_KEPT:
+        return token.upper()
+    digest = hashlib.sha256(token.encode()).hexdigest()[:16]
+    return f"{token[:_NODE_TOKEN_KEPT].upper()}__{digest.upper()}"
 
 
 class ObjectStoreSnapshots:
@@ -280,7 +304,9 @@ class ObjectStoreSnapshots:
 
 
 async def existing_stores(js, stream: str) -> list[tuple[str, ObjectStoreSnapshots]]:
-    """Every snapshot writer's store that exists (none is created), with its owner's name."""
+    """Every snapshot writer's store that exists (none is created), with its owner's name: the
+    services' and the shared agent login's, then each node's own agent login's (found by their
+    streams' names; the owner is named as the bucket's name gives it)."""
     from nats.js.errors import BucketNotFoundError, NotFoundError
 
     out = []
@@ -289,7 +315,30 @@ async def existing_stores(js, stream: str) -> list[tuple[str, ObjectStoreSnapsho
             out.append((owner, ObjectStoreSnapshots(await js.object_store(snapshot_bucket(stream, owner)))))
         except (BucketNotFoundError, NotFoundError):
             continue
+    for bucket in await node_buckets(js, stream):
+        owner = NODE_OWNER_PREFIX + bucket.removeprefix(f"{stream}{NODE_BUCKET_INFIX}").lower()
+        try:
+            out.append((owner, ObjectStoreSnapshots(await js.object_store(bucket))))
+        except (BucketNotFoundError, NotFoundError):
+            continue
     return out
+
+
+async def node_buckets(js, stream: str) -> list[str]:
+    """The snapshot buckets of nodes' own agent logins that exist, by name."""
+    prefix = f"OBJ_{stream}{NODE_BUCKET_INFIX}"
+    # Names only (``STREAM.NAMES``): no stream's configuration or state is read.
+    found: list[str] = []
+    offset = 0
+    while True:
+        reply = await js._api_request(
+            f"{js._prefix}.STREAM.NAMES", msgspec.json.encode({"offset": offset}), timeout=js._timeout
+        )
+        names = reply.get("streams") or []
+        found += [n for n in names if n.startswith(prefix)]
+        offset += len(names)
+        if not names or offset >= reply.get("total", 0):
+            return sorted(n.removeprefix("OBJ_") for n in found)
 
 
 async def restore_newest(

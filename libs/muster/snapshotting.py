@@ -148,16 +148,28 @@ class Snapshotter:
         """The sequence of the newest snapshot stored (or restored)."""
         self._last_taken = float("-inf")
 
-    async def restore(self, first_seq: int) -> int:
-        """Restore the newest usable snapshot into the fold; the sequence to fold on from."""
+    async def restore(self, first_seq: int, last_seq: int | None = None) -> int:
+        """Restore the newest usable snapshot into the fold; the sequence to fold on from.
+
+        ``first_seq`` and ``last_seq`` are the stream's first and last sequences: a snapshot whose tail
+        the stream no longer holds is of no use, and one past the stream's last message is refused (no
+        fold of this stream took it: restored, the fold would skip every message up to its sequence).
+        """
         metas = await self.store.list(self.name)
+        if last_seq is not None:
+            for meta in metas:
+                if meta.seq > last_seq:
+                    log.warning(
+                        "snapshot %s refused: its sequence is past the stream's last, %d", meta.key, last_seq
+                    )
+            metas = [m for m in metas if m.seq <= last_seq]
         self.newest = max((m.seq for m in metas), default=0)
         started = time.perf_counter()
 
         def restore(meta: sn.SnapshotMeta, image: bytes) -> None:
             self.codec.restore(self.fold, image, meta.digest)
 
-        kw = {"format": self.codec.format, "at_least": first_seq - 1}
+        kw = {"format": self.codec.format, "at_least": first_seq - 1, "at_most": last_seq}
         meta = await sn.restore_newest(self.store, self.name, restore, config_digest=self.config_digest, **kw)
         if meta is None and self.config_digest:
             # A fold's state is what the log says, whatever configuration folded it, beyond what its codec
@@ -250,4 +262,4 @@ async def restored(
         codec,
         **settings(env),
     )
-    return snapshots, await snapshots.restore(await bus.first_seq())
+    return snapshots, await snapshots.restore(await bus.first_seq(), await bus.last_seq())

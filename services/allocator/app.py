@@ -164,7 +164,7 @@ async def run(ctx: ServiceContext) -> None:
     # MUSTER_SNAPSHOTS=off: neither restore nor take any (the whole log is folded at each start).
     start_seq = 1
     if ctx.settings.switch("MUSTER_SNAPSHOTS"):
-        start_seq = await snapshots.restore(await ctx.bus.first_seq())
+        start_seq = await snapshots.restore(await ctx.bus.first_seq(), await ctx.bus.last_seq())
     else:
         snapshots.every = 0
     rebuilt = asyncio.Event()

@@ -47,6 +47,8 @@ class BinderHandlers:
         self.rejected: dict[tuple[str, int], int] = {}
         """Binds refused per (pool, stale epoch): what the warnings count."""
         self._refused_elections = 0
+        self.refusals: list[tuple[int, str]] = []
+        """Pod facts the fleet refused (``muster.fact_admission``) in the batch being folded: (seq, why)."""
         # Confirmations go out in the order the fleet made them: a bind's PodBound before the
         # PodCompleted a later tick finds due, even while one of them waits out a server restart.
         self._confirming = asyncio.Lock()
@@ -54,13 +56,26 @@ class BinderHandlers:
     async def handle(self, deliveries: list[Delivery], live: bool) -> None:
         for delivery in deliveries:
             for event in delivery.events:
-                self._fold(event)
+                refused = self._fold(event)
+                if refused is not None:
+                    self.refusals.append((delivery.seq, refused))
+            if self.refusals:
+                await self._report_refusals(delivery, live)
             self.traces.note(delivery.events, delivery.context)
             self.applied_seq = delivery.seq
         if live:
             await self._confirm(deliveries[-1].context)
 
-    def _fold(self, event: Event) -> None:
+    async def _report_refusals(self, delivery: Delivery, live: bool) -> None:
+        """Dead-letter what the fleet refused in ``delivery``, once: a refusal met again while the history
+        is read was lettered when it was new."""
+        if live:
+            for seq, reason in self.refusals[:1]:  # one letter per message, with its first refusal
+                await self.bus.dead_letter("binder", delivery.subject, seq, reason, delivery.data)
+        self.refusals.clear()
+
+    def _fold(self, event: Event) -> str | None:
+        """Fold one event; why the fleet refused it, if it did."""
         self.fence.admit(event)
         if self.fence.refused != self._refused_elections:
             self._refused_elections = self.fence.refused
@@ -76,7 +91,8 @@ class BinderHandlers:
             if isinstance(event, BindRequested):
                 self.to_reject[(event.job, event.pod, event.epoch)] = event
         else:
-            self.fleet.apply(event)
+            return self.fleet.apply(event)
+        return None
 
     def _rejections(self) -> list[Event]:
         out = [rejection(e, self.fence.current(e.pool)) for e in self.to_reject.values()]

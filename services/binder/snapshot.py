@@ -45,6 +45,7 @@ NOT_IMAGED = {
         "traces": "trace contexts, not restored",
         # A restarted binder numbers its publications from 0 again, as one that folded from the start.
         "published": "publications of this process, named after applied_seq",
+        "refusals": "refusals of the message being folded, lettered before the next one",
         "_refused_elections": "the fence's count, set from it",
         "rejected": "carried undigested",
     },

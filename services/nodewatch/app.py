@@ -30,9 +30,13 @@ async def run(ctx: ServiceContext) -> None:
     async def handle(deliveries: list, live: bool) -> None:
         now = time.time()
         for delivery in deliveries:
+            refused = None
             for event in delivery.events:
-                watch.apply(event, delivery.seq, now)
+                refused = watch.apply(event, delivery.seq, now) or refused
             watch.watermark = delivery.seq
+            if refused is not None and live:
+                # Once: while the history is read after a restart, it was lettered when it was new.
+                await ctx.bus.dead_letter("nodewatch", delivery.subject, delivery.seq, refused, delivery.data)
 
     async def on_rebuilt() -> None:
         rebuilt.set()

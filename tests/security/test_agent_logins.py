@@ -13,7 +13,7 @@ import pytest
 from muster import events as ev
 from muster.agent_logins import AgentLogin
 from muster.bus.admission import Refused, admit
-from muster.runtime.security import NatsAuth, NatsCredentials, generate_password
+from muster.runtime.security import NatsAuth, NatsCredentials, agent_user, generate_password
 
 from tests.security.conftest import SUBJECTS, LoginsServer, logins_server
 
@@ -143,3 +143,91 @@ async def test_an_agent_with_its_nodes_login_registers_heartbeats_and_leaves_on_
     await asyncio.wait_for(running, 30)
     kinds = [type(e) for e in await facts()]
     assert kinds[0] is ev.NodeRegistered and ev.NodeUpdated in kinds and kinds[-1] is ev.NodeRemoved
+
+
+# -- each node's snapshots in a store of its own --------------------------------------------------
+
+
+def new_agent(home, node: str):
+    from types import SimpleNamespace
+
+    from muster.agent.runtime import Agent, AgentConfig
+
+    config = AgentConfig(node=ev.NodeSpec(name=node, pool="gpu"), home=home, pods_dir=home / "pods")
+    return Agent(config, SimpleNamespace(subjects=SUBJECTS))
+
+
+def agent_snapshot(agent, seq: int):
+    from muster import snapshots as sn
+    from muster.agent import snapshot as codec
+
+    agent.watermark = seq
+    image = codec.image_of(agent)
+    return sn.sealed(agent_user(agent.node), seq, image.data, digest=image.digest, format=codec.FORMAT)
+
+
+async def node_store(secured: LoginsServer, who: str, node: str):
+    from muster.snapshots import ObjectStoreSnapshots
+
+    bus = await secured.bus(who)
+    return bus, await ObjectStoreSnapshots.open(bus.js, SUBJECTS.stream, agent_user(node))
+
+
+async def test_a_nodes_agent_may_not_write_another_nodes_snapshot_store(secured, tmp_path):
+    bus_a, own = await node_store(secured, "a", "a")
+    try:
+        await own.put(*agent_snapshot(new_agent(tmp_path / "a", "a"), 5))
+    finally:
+        await bus_a.close()
+    from muster.snapshots import ObjectStoreSnapshots, snapshot_bucket
+
+    bus_b = await secured.bus("rack-1.b")
+    try:
+        with pytest.raises(nats.errors.TimeoutError):  # refused: not even asked about
+            await ObjectStoreSnapshots.open(bus_b.js, SUBJECTS.stream, agent_user("a"))
+        meta, data = agent_snapshot(new_agent(tmp_path / "forged", "a"), 9)
+        bucket = snapshot_bucket(SUBJECTS.stream, agent_user("a"))
+        for part in ("C.forged", "M.forged"):  # a chunk, a record: neither is stored
+            with pytest.raises(nats.errors.TimeoutError):
+                await bus_b.js.publish(f"$O.{bucket}.{part}", data, timeout=1.0)
+    finally:
+        await bus_b.close()
+    bus_cli, store = await node_store(secured, "cli", "a")
+    try:
+        assert [m.seq for m in await store.list(agent_user("a"))] == [5]
+    finally:
+        await bus_cli.close()
+
+
+async def test_a_nodes_agent_restores_only_its_own_nodes_snapshot_from_its_own_store(secured, tmp_path):
+    from muster import snapshotting
+    from muster.agent.runtime import AgentConfig, snapshot_owner
+    from muster.agent.snapshot import AgentCodec
+    from muster.snapshots import ObjectStoreSnapshots
+
+    bus_a, own = await node_store(secured, "a", "a")
+    try:
+        for i in range(3):  # the snapshots below are of sequences the stream holds
+            await bus_a.publish(SUBJECTS.node_pods("gpu", "a"), [completed("a", i)], msg_id=f"a:grow:{i}")
+        last = await bus_a.last_seq()
+        # The shared login's store holds a newer state of node a: it is not this login's to restore.
+        bus = await secured.bus("agent")
+        try:
+            shared = await ObjectStoreSnapshots.open(bus.js, SUBJECTS.stream, "agent")
+            await shared.put(*agent_snapshot(new_agent(tmp_path / "shared", "a"), last))
+        finally:
+            await bus.close()
+        await own.put(*agent_snapshot(new_agent(tmp_path / "own", "a"), last - 2))
+        # Its own store, under its own fold's name, holding another node's state: refused.
+        await own.put(*agent_snapshot(new_agent(tmp_path / "other", "rack-1.b"), last - 1))
+        config = AgentConfig(
+            node=ev.NodeSpec(name="a", pool="gpu"), home=tmp_path, credentials=secured.login("a")
+        )
+        restarted = new_agent(tmp_path / "restarted", "a")
+        _, start = await snapshotting.restored(
+            bus_a, agent_user("a"), restarted, AgentCodec(), owner=snapshot_owner(config), env={}
+        )
+    finally:
+        await bus_a.close()
+    assert snapshot_owner(config) == agent_user("a")
+    assert (start, restarted.watermark, restarted.log.node) == (last - 1, last - 2, "a")

@@ -31,6 +31,7 @@ from muster.agent.procs import Processes, alive, master_port, pod_env
 from muster.agent.sandbox import PodFolders, RunAs, default_pods_dir
 from muster.agent.snapshot import AgentCodec
 from muster.bus import NatsBus
+from muster.fact_admission import NOWHERE, UNCHECKED, refusal
 from muster.runtime.security import NatsCredentials, agent_user
 from muster.runtime.settings import Endpoints, Settings
 from muster.service import ServiceContext, rebuild_then_consume
@@ -98,14 +99,48 @@ class Agent:
 
     async def handle(self, deliveries: list, live: bool) -> None:
         for delivery in deliveries:
-            for event in delivery.events:
-                self.log.apply(event, delivery.seq)
-                if isinstance(event, ev.BindRequested) and event.pod == 0:
-                    self.rank0[event.job] = event.node
-                elif isinstance(event, ev.NodeRegistered | ev.NodeUpdated):
-                    self.addresses[event.node.name] = event.node.labels.get(ADDRESS_LABEL, event.node.name)
-            self.watermark = delivery.seq
+            refused = self.fold(delivery)
+            if refused is not None and live:
+                # Once: while the history is read after a restart, it was lettered when it was new.
+                await self.bus.dead_letter(
+                    consumer_name(self.node), delivery.subject, delivery.seq, refused, delivery.data
+                )
         self.wake.set()
+
+    def fold(self, delivery) -> str | None:
+        """Fold one message in; why a pod fact in it was refused (the first), if one was: a pod fact the
+        node's log refutes changes nothing (``muster.fact_admission``)."""
+        refused = None
+        for event in delivery.events:
+            why = refusal(self, event)
+            if why is not None:
+                refused = refused or why
+                continue
+            self.log.apply(event, delivery.seq)
+            if isinstance(event, ev.BindRequested) and event.pod == 0:
+                self.rank0[event.job] = event.node
+            elif isinstance(event, ev.NodeRegistered | ev.NodeUpdated):
+                self.addresses[event.node.name] = event.node.labels.get(ADDRESS_LABEL, event.node.name)
+        self.watermark = delivery.seq
+        return refused
+
+    # -- what the node's log knows, as ``fact_admission`` asks it ------------------------------
+
+    def pods_of(self, job: str) -> int | None:
+        found = self.log.jobs.get(job)
+        return None if found is None else sum(spec.count for spec in found.pods)
+
+    def placed_on(self, job: str, pod: int, node: str) -> str | None:
+        """This node, for a pod bound here; asked of this node, ``NOWHERE`` for a pod with no placement
+        here; else None: a pod still being bound here may run elsewhere until its move's eviction (a
+        pipelined bind), and where other nodes' pods are is not this agent's to know."""
+        placement = self.log.placements.get((job, pod))
+        if placement is None or placement.phase == "gone":
+            return NOWHERE if node == self.node else None
+        return self.node if placement.phase == "bound" else None
+
+    def devices_of(self, node: str) -> int | None:
+        return int(self.config.node.resources.gpu) if node == self.node else UNCHECKED
 
     def adopt(self) -> None:
         """Take over what a previous run of this agent started: the living, and how the others ended."""
@@ -322,6 +357,13 @@ class Agent:
         return self.config.grace_period
 
 
+def snapshot_owner(config: AgentConfig) -> str:
+    """Whose snapshot store the agent writes and restores from: its node's own, when it logs in as its
+    node's own user (no other login may write there), else the store the shared ``agent`` login writes."""
+    own = agent_user(config.node.name)
+    return own if config.credentials is not None and config.credentials.user == own else "agent"
+
+
 async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Event) -> None:
     """Run one machine's agent until ``stop`` is set; then drain the node."""
     bus = await NatsBus.connect(
@@ -336,7 +378,12 @@ async def run_agent(config: AgentConfig, endpoints: Endpoints, stop: asyncio.Eve
     rebuilt = asyncio.Event()
     # The agent's fold starts from its node's newest snapshot: the log's tail is all it reads at start.
     snapshots, start_seq = await snapshotting.restored(
-        bus, consumer_name(config.node.name), agent, AgentCodec(), owner="agent", env=os.environ
+        bus,
+        consumer_name(config.node.name),
+        agent,
+        AgentCodec(),
+        owner=snapshot_owner(config),
+        env=os.environ,
     )
 
     async def handle(deliveries: list, live: bool) -> None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from muster import events as ev
 from muster import runtimes
+from muster.fact_admission import FACT_TYPES, UNCHECKED, refusal
 from muster.kernels import share as share_rule
 from muster.kernels.share import FRACTION, MEMORY, UNKNOWN_SHARE, pod_kind
 from muster.runtimes import is_agent_node
@@ -181,12 +182,35 @@ class SimFleet:
 
     # -- reading the log ---------------------------------------------------
 
-    def apply(self, event: ev.Event) -> None:
-        """Take one event from the log into account; unrelated events are ignored."""
-        reader = self._reader_of.get(type(event))
+    def apply(self, event: ev.Event) -> str | None:
+        """Take one event from the log into account; unrelated events are ignored. A pod fact the fleet's
+        state refutes (``muster.fact_admission``) changes nothing: why is returned, None otherwise."""
+        kind = type(event)
+        if kind in FACT_TYPES and (refused := refusal(self, event)) is not None:
+            return refused
+        reader = self._reader_of.get(kind)
         if reader is None:
             reader = self._reader_of[type(event)] = self._reader_for(type(event))
         reader(event)
+        return None
+
+    # -- what the fleet knows, as ``fact_admission`` asks it ---------------
+
+    def pods_of(self, job: str) -> int | None:
+        found = self._jobs.get(job)
+        return None if found is None else len(found.pods)
+
+    def placed_on(self, job: str, pod: int, node: str) -> str | None:
+        # Not told: the live binder's state runs ahead of the log on its own confirmations (a pod it
+        # evicted and bound elsewhere in one step), so it cannot say where the log has the pod. A word
+        # from another node than the one the fleet runs the pod on is ignored instead (``_on_pod_evicted``).
+        return None
+
+    def devices_of(self, node: str) -> int | None:
+        found = self._nodes.get(node)
+        if found is not None:
+            return len(found.devices)
+        return UNCHECKED if node in self._agent_nodes else None
 
     def _reader_for(self, kind: type) -> Callable[[Any], None]:
         return next((reader for base, reader in self._readers if issubclass(kind, base)), _ignore)
@@ -258,14 +282,27 @@ class SimFleet:
     def _on_bind_failed(self, event: ev.BindFailed) -> None:
         self._requests.pop((_BIND, (event.job, event.pod)), None)
 
-    def _on_pod_evicted(self, event: ev.PodEvicted) -> None:
+    def _on_pod_evicted(self, event: ev.PodEvicted | ev.PodCompleted | ev.PodFailed) -> bool:
+        """Take the pod's end; whether it was taken. A word from another node than the one the fleet runs
+        the pod on (before it moved there, or another node's agent), or than the one its eviction asks
+        of, changes nothing."""
         key = (event.job, event.pod)
+        running = self._bound.get(key)
+        if running is not None and running.node != event.node:
+            return False
+        asked = self._requests.get((_EVICT, key))
+        if running is None and asked is not None and asked.node != event.node:
+            return False
         self._requests.pop((_EVICT, key), None)
         self._release(key)
+        return True
 
     def _on_pod_finished(self, event: ev.PodCompleted | ev.PodFailed) -> None:
-        self._on_pod_evicted(event)
-        self._finished.setdefault(event.job, set()).add(event.pod)
+        # Done for good, said by a node the fleet knows (its own completions are read back after ``step``
+        # released the pod; agents answer for their nodes' pods), and not of a pod running elsewhere.
+        known = event.node in self._nodes or event.node in self._agent_nodes
+        if self._on_pod_evicted(event) and known:
+            self._finished.setdefault(event.job, set()).add(event.pod)
 
     # -- acting ------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from muster import events as ev
 from muster.agent.plan import PodKey, is_agent_node
+from muster.fact_admission import UNCHECKED, refusal
 
 
 @dataclass
@@ -46,8 +47,12 @@ class NodeWatch:
     watermark: int = 0
     """The stream sequence of the last message folded (the service sets it)."""
 
-    def apply(self, event: ev.Event, seq: int, clock: float) -> None:
-        """Fold one event in, read at ``clock`` (a heartbeat counts from when it is read)."""
+    def apply(self, event: ev.Event, seq: int, clock: float) -> str | None:
+        """Fold one event in, read at ``clock`` (a heartbeat counts from when it is read). A pod fact the
+        watch's state refutes (``muster.fact_admission``) changes nothing: why is returned."""
+        refused = refusal(self, event)
+        if refused is not None:
+            return refused
         match event:
             case ev.NodeRegistered(node=spec) | ev.NodeUpdated(node=spec):
                 if is_agent_node(spec):
@@ -75,6 +80,20 @@ class NodeWatch:
                     del self.pods[key]
             case _:
                 pass
+        return None
+
+    # -- what the watch knows, as ``fact_admission`` asks it ------------------------------------
+
+    def pods_of(self, job: str) -> int | None:
+        return None  # the watch reads no pod groups
+
+    def placed_on(self, job: str, pod: int, node: str) -> str | None:
+        # Its map keeps the pod's newest bind, not the node it runs on while a move is under way:
+        # it cannot say where the log has the pod.
+        return None
+
+    def devices_of(self, node: str) -> int | None:
+        return UNCHECKED  # it watches agent nodes only, and counts no GPUs
 
     def losses_due(self, clock: float) -> list[Loss]:
         """Every agent node silent for longer than the timeout at ``clock``, by name."""

@@ -95,7 +95,8 @@ def _jetstream_reader(stream: str) -> tuple[str, ...]:
     return (
         "$JS.API.INFO",
         f"$JS.API.STREAM.INFO.{stream}",
-        # Subscribing without naming the stream asks which stream holds the subject.
+        # Subscribing without naming the stream asks which stream holds the subject; the nodes' own
+        # snapshot stores are found by these names too (muster.snapshots.node_buckets).
         "$JS.API.STREAM.NAMES",
         f"$JS.API.CONSUMER.CREATE.{stream}",
         f"$JS.API.CONSUMER.CREATE.{stream}.>",
@@ -168,14 +169,17 @@ def secret_permissions(
     return allowed
 
 
-def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
+def nats_permissions(prefix: str = "muster", nodes: Sequence[str] = ()) -> dict[str, Permissions]:
     """Every NATS user's allow lists for the system with this subject prefix.
 
     Only the allocator publishes decisions; only the binder, nodewatch and
     machine agents publish pod facts; frameworks only submit workloads.
+    ``nodes`` are the nodes with agent logins of their own (``agent_permissions``): the projector and
+    the CLI read their snapshot stores too, and the CLI may forget their snapshots.
     """
     s = Subjects(prefix)
     stream = s.stream
+    owners = (*SNAPSHOT_OWNERS, *(agent_user(node) for node in nodes))
     consumer = (*_jetstream_reader(stream), s.deadletter)
     logs = f"_{stream}_LOGS.*"
     alive = f"_{stream}_ALIVE.>"
@@ -185,7 +189,7 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
         "projector": (
             *consumer,
             f"$JS.API.STREAM.PURGE.{stream}",
-            *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_store(stream, write=False, owner=owner)),
+            *(p for owner in owners for p in _snapshot_store(stream, write=False, owner=owner)),
         ),
         "queue-controller": (
             *consumer,
@@ -217,12 +221,13 @@ def nats_permissions(prefix: str = "muster") -> dict[str, Permissions]:
             s.nodes(">"),
             s.podgroups,
             logs,
-            *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_store(stream, write=False, owner=owner)),
-            *(p for owner in SNAPSHOT_OWNERS for p in _snapshot_forgetting(stream, owner)),
+            *(p for owner in owners for p in _snapshot_store(stream, write=False, owner=owner)),
+            *(p for owner in owners for p in _snapshot_forgetting(stream, owner)),
             *secret_permissions(stream, owner="", create=True),
         ),
         # A machine agent without a login of its own (`agent_permissions`) logs in as `agent`: each
-        # can write the others' snapshots (as it can publish their pod facts), but no service's.
+        # can write the others' snapshots in the shared agents' store (as it can publish their pod
+        # facts), but no service's, nor any node's own store.
         "agent": (
             *consumer,
             s.nodes(">"),
@@ -250,7 +255,8 @@ def agent_user(node: str) -> str:
 
 def agent_permissions(prefix: str, node: str) -> Permissions:
     """The allow lists of ``node``'s own agent login (``muster.agent_logins``): facts on its node's
-    subjects only, in any pool, and log requests for its node only; it reads the stream as any agent.
+    subjects only, in any pool, log requests for its node only, and snapshots in its node's own store
+    only (``muster.snapshots.snapshot_bucket``); it reads the stream as any agent.
     """
     s = Subjects(prefix)
     consumer = (*_jetstream_reader(s.stream), s.deadletter)
@@ -259,7 +265,7 @@ def agent_permissions(prefix: str, node: str) -> Permissions:
             *consumer,
             s.node_facts("*", node),
             s.node_pods("*", node),
-            *_snapshot_store(s.stream, write=True, owner="agent"),
+            *_snapshot_store(s.stream, write=True, owner=agent_user(node)),
             *secret_permissions(s.stream, read=True),
         ),
         subscribe=(f"{inbox_prefix(agent_user(node))}.>", s.agent_logs(node)),
@@ -387,7 +393,10 @@ def render_nats_conf(
         lines.append("authorization {")
         lines.append("  users: [")
         logins = [
-            *((user, auth.passwords[user], perms) for user, perms in nats_permissions(auth.prefix).items()),
+            *(
+                (user, auth.passwords[user], perms)
+                for user, perms in nats_permissions(auth.prefix, [a.node for a in auth.agents]).items()
+            ),
             *((t.user, t.password, tenant_permissions(auth.prefix, t.name, t.queues)) for t in auth.tenants),
             *((a.user, a.password, agent_permissions(auth.prefix, a.node)) for a in auth.agents),
         ]

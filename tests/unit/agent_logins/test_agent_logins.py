@@ -107,3 +107,24 @@ def test_muster_node_add_lists_the_node_and_prints_where_its_login_is_but_never_
 def test_muster_node_add_of_a_bad_name_exits_2_naming_the_field(home, capsys):
     assert main(["node", "add", "Node_A"]) == 2
     assert "muster node: node: " in capsys.readouterr().err
+
+
+def test_a_nodes_snapshot_store_is_written_by_its_own_login_alone_and_read_by_the_projector_and_cli():
+    from muster.runtime.security import agent_user
+    from muster.snapshots import snapshot_bucket
+
+    bucket = snapshot_bucket("MUSTER", agent_user("rack-1.a"))
+    assert bucket == "MUSTER_SNAPSHOTS_AGENT_RACK-1_A"
+    chunk, info = f"$O.{bucket}.C.chunk", f"$JS.API.STREAM.INFO.OBJ_{bucket}"
+    assert allowed(agent_permissions("muster", "rack-1.a").publish, chunk)
+    assert not allowed(agent_permissions("muster", "rack-1-a").publish, chunk)
+    system = nats_permissions("muster", ["rack-1.a"])
+    assert {user for user, p in system.items() if allowed(p.publish, chunk)} == set()
+    assert {user for user, p in system.items() if allowed(p.publish, info)} == {"projector", "cli"}
+
+
+def test_nodes_whose_tokens_differ_only_past_a_hundred_characters_get_stores_apart():
+    from muster.snapshots import snapshot_bucket
+
+    one, other = snapshot_bucket("S", "agent-" + "a" * 120), snapshot_bucket("S", "agent-" + "a" * 119 + "b")
+    assert one != other and max(len(one), len(other)) < 200

@@ -101,6 +101,44 @@ def test_a_restarted_fold_starts_after_its_newest_snapshot(tmp_path):
     assert asyncio.run(snapshotter(tmp_path, Counter(), every=3).restore(first_seq=9)) == 1
 
 
+def stored_at(tmp_path, *seqs: int) -> None:
+    """Snapshots of a counting fold at each of ``seqs``, in the store at ``tmp_path``."""
+    fold = Counter()
+    snapshots = snapshotter(tmp_path, fold, every=1)
+    for seq in range(1, max(seqs) + 1):
+        fold.fold(seq)
+        if seq in seqs:
+            asyncio.run(snapshots.take())
+
+
+def test_a_snapshot_past_the_streams_last_message_is_refused_for_an_older_one(tmp_path, caplog):
+    stored_at(tmp_path, 4, 9)
+    restarted = Counter()
+    again = snapshotter(tmp_path, restarted, every=100)
+    assert asyncio.run(again.restore(first_seq=1, last_seq=6)) == 5
+    assert (restarted.watermark, restarted.count, again.newest) == (4, 4, 4)
+    assert "counter/00000000000000000009 refused: its sequence is past the stream's last, 6" in caplog.text
+
+
+def test_a_snapshot_at_the_streams_last_message_is_restored(tmp_path):
+    stored_at(tmp_path, 4, 9)
+    restarted = Counter()
+    assert asyncio.run(snapshotter(tmp_path, restarted, every=100).restore(first_seq=1, last_seq=9)) == 10
+
+
+def test_a_snapshot_whose_state_does_not_match_its_digest_is_refused_for_an_older_one(tmp_path, caplog):
+    import json
+
+    stored_at(tmp_path, 4, 9)
+    record = tmp_path / "counter" / "00000000000000000009.json"
+    meta = json.loads(record.read_text())
+    record.write_text(json.dumps({**meta, "digest": "0" * 64}))
+    restarted = Counter()
+    assert asyncio.run(snapshotter(tmp_path, restarted, every=100).restore(first_seq=1, last_seq=9)) == 5
+    assert restarted.watermark == 4
+    assert "the snapshot's state does not match its digest" in caplog.text
+
+
 def test_a_fold_that_can_only_start_from_a_purged_stream_says_what_it_lacks(tmp_path, caplog):
     assert asyncio.run(snapshotter(tmp_path, Counter(), every=3).restore(first_seq=9)) == 1
     assert "counter: no usable snapshot (format 1) covers sequences before 9" in caplog.text

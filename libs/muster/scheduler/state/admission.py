@@ -1,16 +1,11 @@
 """Facts the allocator's fold refuses although they decode: a node's word about a pod that contradicts
 what the log already says of that pod (issue #25).
 
-Bus admission (``muster.bus.admission``) refuses what is malformed or out of bounds in itself. What
-passes it can still be impossible against the state: a ``PodBound`` naming a device past the node's
-last GPU (folded, it would index past the node's devices and stop every later cycle), a node that is
-not registered, or another node than the one the pod was bound to (one agent speaking for another's
-pod). Such a fact is refused here, before it changes anything, and the refusal is the same wherever
-the log is folded: the live allocator dead-letters it with this reason, replay and simulate refuse it
-alike.
-
-Only facts about a known pod are judged: a fact about an unknown job or pod index changes nothing
-anyway (a late word about a job since deleted).
+The rule every fold shares (a pod its job lacks, another node than the pod's, a node not registered,
+a device past the node's last GPU or named twice) lives in ``muster.fact_admission``; this module
+answers its questions from the allocator's state, and adds what only the allocator knows: the devices
+it gave the pod, and how many the pod needs. A refused fact changes nothing; the live allocator
+dead-letters it with the reason, replay and simulate refuse it alike.
 """
 
 from __future__ import annotations
@@ -18,42 +13,58 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from muster import events as ev
+from muster import fact_admission
 from muster.kernels import placement as pl
+
+from .pods import PENDING
 
 if TYPE_CHECKING:
     from .nodes import NodeTable
     from .pods import Job
 
-PodFact = ev.PodBound | ev.PodEvicted | ev.PodCompleted | ev.PodFailed | ev.BindFailed
+PodFact = fact_admission.PodFact
+
+
+class _AllocatorFacts:
+    """The allocator's state as ``fact_admission.FoldFacts``."""
+
+    __slots__ = ("jobs", "nodes")
+
+    def __init__(self, jobs: dict[str, Job], nodes: NodeTable) -> None:
+        self.jobs, self.nodes = jobs, nodes
+
+    def pods_of(self, job: str) -> int | None:
+        found = self.jobs.get(job)
+        return None if found is None else len(found.pods)
+
+    def placed_on(self, job: str, pod: int, node: str) -> str | None:
+        found = self.jobs.get(job)
+        if found is None:
+            return None
+        held = found.node[pod]
+        if held >= 0:
+            return self.nodes.name_of(held)
+        return fact_admission.NOWHERE if found.state[pod] == PENDING else None
+
+    def devices_of(self, node: str) -> int | None:
+        found = self.nodes.nodes.get(node)
+        return None if found is None else int(found.spec.resources.gpu)
 
 
 def fact_refusal(jobs: dict[str, Job], nodes: NodeTable, event: PodFact) -> str | None:
     """Why ``event`` must not be folded, or None."""
+    refused = fact_admission.refusal(_AllocatorFacts(jobs, nodes), event)
+    if refused is not None or not isinstance(event, ev.PodBound):
+        return refused
     job = jobs.get(event.job)
-    if job is None or not 0 <= event.pod < len(job.pods):
+    if job is None:
         return None
     i = event.pod
     where = f"pod {event.job}/{i}"
-    held = job.node[i]
-    if held >= 0:
-        name = nodes.name_of(held)
-        if name is not None and event.node != name:
-            return f"{where} was placed on node {name}, not {event.node}"
-    if not isinstance(event, ev.PodBound):
-        return None
-    node = nodes.nodes.get(event.node)
-    if node is None:
-        return f"{where}: node {event.node} is not registered"
-    count = int(node.spec.resources.gpu)
-    past = [g for g in event.gpus if not 0 <= g < count]
-    if past:
-        return f"{where}: device {past[0]} is past the last of node {event.node}'s {count} GPUs"
-    if len(set(event.gpus)) != len(event.gpus):
-        return f"{where}: devices {event.gpus} name one device twice"
-    if held >= 0 and tuple(event.gpus) != job.gpus[i]:
+    if job.node[i] >= 0 and tuple(event.gpus) != job.gpus[i]:
         return f"{where} was given devices {list(job.gpus[i])} on node {event.node}, not {event.gpus}"
     req = job.pods[i]
     wanted = req.whole if req.kind == pl.WHOLE else 1 if req.kind in (pl.FRACTION, pl.MEMORY) else 0
-    if held < 0 and len(event.gpus) != wanted:
+    if job.node[i] < 0 and len(event.gpus) != wanted:
         return f"{where} needs {wanted} device(s), not {len(event.gpus)}"
     return None
