@@ -179,11 +179,15 @@ def _pod_spec(pod: m.Pod) -> ev.PodSpec:
         resources = _pod_request(pod.resources)
     except ScenarioError as exc:
         raise _under("resources", exc) from None
-    try:
-        tolerations = pod_constraints.tolerations(pod.tolerations, "tolerations")
-        node_affinity = pod_constraints.node_affinity(pod.affinity, "affinity")
-    except pod_constraints.ConstraintError as exc:
-        raise ScenarioError(exc.path, exc.message) from None
+    tolerations: list[ev.Toleration] = []
+    node_affinity: list[ev.NodeSelectorTerm] = []
+    # Most pods state neither: nothing to read then.
+    if pod.tolerations or pod.affinity is not None:
+        try:
+            tolerations = pod_constraints.tolerations(pod.tolerations, "tolerations")
+            node_affinity = pod_constraints.node_affinity(pod.affinity, "affinity")
+        except pod_constraints.ConstraintError as exc:
+            raise ScenarioError(exc.path, exc.message) from None
     return ev.PodSpec(
         role=pod.role,
         count=pod.count,
@@ -266,6 +270,8 @@ def job_to_podgroup(
 def _subgroups(job: m.Job, path: str) -> list[ev.SubGroup]:
     """The job's sub-group tree as events spell it; the tree itself is checked with the group
     (``muster.subgroups`` through ``muster.bounds``)."""
+    if not job.subgroups:
+        return []
     parents = {sub.parent for sub in job.subgroups}
     out = []
     for k, sub in enumerate(job.subgroups):
