@@ -216,7 +216,7 @@ def job_to_podgroup(
     if not job.name:
         raise ScenarioError(join(path, "name"), "must not be empty")
     pods = job_pods(job, path)
-    total = sum(spec.count for spec in pods)
+    total = pods[0].count if len(pods) == 1 else sum(spec.count for spec in pods)
     min_available = total if job.min_available is None else job.min_available
     if not 0 <= min_available <= total:
         # 0: no gang, every pod placed as it fits (KAI's minMember 0, kai-semantics.md §11)
