@@ -66,10 +66,15 @@ class OutOfBounds(ValueError):
         self.message = message
 
 
-def check(events: Sequence[ev.Event], root: str = "$.events") -> None:
-    """Raise ``OutOfBounds`` for the first field of ``events`` past its limit."""
+def check(events: Sequence[ev.Event], root: str = "$.events", *, nesting_bounded: bool = False) -> None:
+    """Raise ``OutOfBounds`` for the first field of ``events`` past its limit.
+
+    ``nesting_bounded``: the caller knows no free-form document of ``events`` nests past
+    ``MAX_NESTING`` (a reader's admission can tell from the message's bytes), so none is walked.
+    """
+    checks = _SHALLOW_CHECKS if nesting_bounded else _CHECKS
     for i, event in enumerate(events):
-        checker = _CHECKS.get(type(event))
+        checker = checks.get(type(event))
         if checker is None:
             continue
         try:
@@ -384,11 +389,19 @@ def _configured(e: ev.AllocatorConfigured) -> None:
     _nesting(".config", e.config)
 
 
+def _configured_epoch(e: ev.AllocatorConfigured) -> None:
+    _int32(".epoch", e.epoch, 0)
+
+
 def _workload(e: ev.WorkloadSubmitted) -> None:
+    _workload_names(e)
+    _nesting(".manifests", e.manifests)
+
+
+def _workload_names(e: ev.WorkloadSubmitted) -> None:
     _refers(".uid", e.uid, MAX_UID)
     if e.queue:  # '' names no queue, as None does
         _name(".queue", QUEUE, e.queue)
-    _nesting(".manifests", e.manifests)
 
 
 def _answer(e: ev.WorkloadRejected | ev.CancelRequested | ev.CancelRefused) -> None:
@@ -444,4 +457,10 @@ _CHECKS: dict[type, Callable[[Any], None]] = {
     ev.PodCompleted: _pod,
     ev.PodFailed: _failed,
     ev.DeadLettered: _letter,
+}
+# The same checks for events whose free-form documents are known to nest within MAX_NESTING.
+_SHALLOW_CHECKS: dict[type, Callable[[Any], None]] = {
+    **_CHECKS,
+    ev.WorkloadSubmitted: _workload_names,
+    ev.AllocatorConfigured: _configured_epoch,
 }

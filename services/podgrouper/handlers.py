@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from muster import telemetry
-from muster.bus import Bus, Delivery, chunk_events
+from muster.bus import Bus, Delivery, envelopes
 from muster.events import WorkloadSubmitted
 from muster.grouping.submission import group_submission
 from muster.subjects import Subjects
@@ -26,7 +26,7 @@ class PodgrouperHandlers:
                 ) as span:
                     events = group_submission(submission, admitted=True)
                     span.set_attribute("muster.jobs", [getattr(e, "name", "") for e in events])
-                    for i, chunk in enumerate(chunk_events(events)):
-                        await self.bus.publish(
-                            self.subjects.podgroups, chunk, msg_id=f"podgrouper:{submission.uid}:{i}"
+                    for i, data in enumerate(envelopes(events)):
+                        await self.bus.publish_raw(
+                            self.subjects.podgroups, data, msg_id=f"podgrouper:{submission.uid}:{i}"
                         )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from muster import telemetry
-from muster.bus import Delivery, NatsBus, chunk_events
+from muster.bus import Delivery, NatsBus, envelopes
 from muster.events import CancelRequested, Event, WorkloadSubmitted
 from muster.grouping.tenancy import Owners, answer, decide_cancel, decide_submission
 from muster.subjects import Subjects
@@ -65,7 +65,7 @@ class TenantHandlers:
                         [answer(request, events)],
                         msg_id=f"podgrouper:{tenant}:{key}:answer",
                     )
-                    for i, chunk in enumerate(chunk_events(events)):
-                        await self.bus.publish(
-                            self.subjects.podgroups, chunk, msg_id=f"podgrouper:{tenant}:{key}:{i}"
+                    for i, data in enumerate(envelopes(events)):
+                        await self.bus.publish_raw(
+                            self.subjects.podgroups, data, msg_id=f"podgrouper:{tenant}:{key}:{i}"
                         )

@@ -5,7 +5,7 @@ Two adapters share one contract (``tests/contract/test_bus_contract.py``):
 simulation and tests.
 """
 
-from muster.bus.base import Bus, Delivery, DuplicateMessage, Handler, OnDuplicate, chunk_events
+from muster.bus.base import Bus, Delivery, DuplicateMessage, Handler, OnDuplicate, chunk_events, envelopes
 from muster.bus.memory import MemoryBus
 from muster.bus.nats import NatsBus
 
@@ -18,4 +18,5 @@ __all__ = [
     "NatsBus",
     "OnDuplicate",
     "chunk_events",
+    "envelopes",
 ]

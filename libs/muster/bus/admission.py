@@ -46,8 +46,13 @@ def _classes(allowed: frozenset[str]) -> frozenset[type]:
     return frozenset(t for t in EVENT_TYPES if t.__struct_config__.tag in allowed)
 
 
-def check_events(subjects: Subjects, subject: str, events: Sequence[Event]) -> None:
-    """Raise ``Refused`` unless every event may travel on ``subject`` and is within bounds."""
+def check_events(
+    subjects: Subjects, subject: str, events: Sequence[Event], *, nesting_bounded: bool = False
+) -> None:
+    """Raise ``Refused`` unless every event may travel on ``subject`` and is within bounds.
+
+    ``nesting_bounded``: the caller knows that no free-form document of ``events`` nests past
+    ``bounds.MAX_NESTING`` (``bounds.check``)."""
     allowed = subjects.allowed_types(subject)
     # Every reader admits every message: the classes are compared in one pass of C, and only a
     # message carrying a foreign type is walked to name it.
@@ -56,7 +61,7 @@ def check_events(subjects: Subjects, subject: str, events: Sequence[Event]) -> N
     if (pool_and_node := subjects.pool_and_node(subject)) is not None:
         _refuse_other_node(subject, *pool_and_node, events)
     try:
-        bounds.check(events)
+        bounds.check(events, nesting_bounded=nesting_bounded)
     except bounds.OutOfBounds as exc:
         raise Refused(str(exc)) from None
 
@@ -108,5 +113,44 @@ def admit(subjects: Subjects, subject: str, data: bytes) -> list[Event]:
     if b"\\u0000" in data and _NUL.search(data):
         # Postgres stores no NUL in text: the projection would stop at this message for good.
         raise Refused("a string holds the NUL character (\\u0000), which no reader can store")
-    check_events(subjects, subject, events)
+    # Only submissions and allocator settings carry free-form documents (every other message skips
+    # the look at its bytes); where the bytes show them within bounds, they are not walked again.
+    documents = b'"manifests"' in data or b'"config"' in data
+    check_events(
+        subjects, subject, events, nesting_bounded=documents and json_nests_within(data, _DOCUMENT_LEVELS)
+    )
     return events
+
+
+_ENVELOPE_LEVELS = 3
+"""Levels of a message above a free-form document: the envelope, its events list, the event."""
+_DOCUMENT_LEVELS = bounds.MAX_NESTING + _ENVELOPE_LEVELS
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
+_STRING = re.compile(rb'"[^"]*"')
+
+
+def json_nests_within(data: bytes, levels: int) -> bool:
+    """Whether the valid JSON text ``data`` nests objects and arrays at most ``levels`` deep (its
+    outermost value is level 1); False also when it cannot tell cheaply.
+
+    A reader admits every message, and walking a submission's decoded manifests to bound their
+    nesting costs more than grouping some of them: on the bytes, it is a few passes of C over the
+    brackets alone. Where this says True, walking the documents would find them within bounds too.
+    """
+    if b"\\" in data:
+        # An escaped backslash, then an escaped quote: what is left of each escape is no quote.
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # Quotes now open and close strings by turns: keep brackets and quotes, then drop the strings
+    # (two quotes side by side close one string and open the next, with no bracket between).
+    text = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in text:
+        text = _STRING.sub(b"", text)
+    # Each pass takes away the innermost pairs (marked first, so that no pass takes two levels).
+    for _ in range(levels):
+        if not text:
+            return True
+        marked = text.replace(b"[]", b"x").replace(b"{}", b"x")
+        if marked == text:
+            return False  # not brackets that pair up: let the walk decide
+        text = marked.replace(b"x", b"")
+    return not text

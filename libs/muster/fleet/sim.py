@@ -33,7 +33,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from muster import events as ev
 from muster import runtimes
@@ -93,8 +93,10 @@ _GONE = BoundPod(job="", pod=-1, node="", gpus=(), share=0.0, request=ev.Resourc
 _PodRequest = tuple[ev.Resources, bool]
 
 
-@dataclass(frozen=True)
-class _Job:
+class _Job(NamedTuple):
+    """A job's pods as the fleet reads its group; one is made for every group, and a frozen dataclass
+    costs several times as much to build."""
+
     pods: tuple[_PodRequest, ...]
     duration: float | None
     workload_uid: str = ""

@@ -118,7 +118,10 @@ def _podgroup_metas(docs: list[Any], uid: str) -> dict[int, Meta]:
 
 
 def _pods(result: Draft | PodGroupCreated) -> int:
-    return result.pod_count if isinstance(result, Draft) else sum(p.count for p in result.pods)
+    if isinstance(result, Draft):
+        return result.pod_count
+    specs = result.pods
+    return specs[0].count if len(specs) == 1 else sum(p.count for p in specs)
 
 
 class _Grouping:
@@ -147,7 +150,7 @@ class _Grouping:
         finally:
             self.depth -= 1
         # Plugins bound each count they read; this bounds what the counts add up to.
-        count = sum(map(_pods, results))
+        count = _pods(results[0]) if len(results) == 1 else sum(map(_pods, results))
         if count > MAX_PODS:
             check_count(count, join(path, "spec"))
         return results
@@ -155,9 +158,9 @@ class _Grouping:
 
 def _check_own_name(doc: dict[str, Any], meta: Meta) -> None:
     """A workload's own name follows Kubernetes' rule for it (the field that gave it is named)."""
-    why = JOB.refusal(meta.name)
-    if why is None:
+    if JOB.fits(meta.name):
         return
+    why = JOB.refusal(meta.name)
     given = isinstance(doc.get("metadata"), dict) and doc["metadata"].get("name")
     raise ManifestError("metadata.name" if given else "metadata.generateName", why)
 
@@ -271,6 +274,9 @@ def group_manifests(
                         workload_uid=uid,
                         queue=queue_override or result.queue,
                     )
+                    # A plugin's finished group is within bounds already (``model.Grouper``); of what
+                    # was replaced, the queue override is checked above and the uid is bounded here.
+                    bounded = len(uid) <= bounds.MAX_UID
                 else:
                     event = finish(
                         result,
@@ -280,13 +286,16 @@ def group_manifests(
                         queue_override=queue_override,
                         topologies=topologies,
                     )
+                    bounded = False
                 if top != i and top in pod_group_of:
                     event = msgspec.structs.replace(event, name=pod_group_of[top])
-                _check_job_name(event, meta)
-                _check_bounds(event)
+                if event.name != meta.name:  # the workload's own name is checked above
+                    _check_job_name(event, meta)
+                if not bounded:
+                    _check_bounds(event)
                 pod_group_of.setdefault(i, event.name)
                 events.append(event)
-                pods += sum(p.count for p in event.pods)
+                pods += _pods(event)
             if pods > MAX_PODS:
                 raise ManifestError(
                     "", f"the submission makes {pods} pods, more than the {MAX_PODS} a workload may have"

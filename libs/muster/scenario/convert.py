@@ -227,7 +227,7 @@ def job_to_podgroup(
     if not job.name:
         raise ScenarioError(join(path, "name"), "must not be empty")
     pods = job_pods(job, path)
-    total = sum(spec.count for spec in pods)
+    total = pods[0].count if len(pods) == 1 else sum(spec.count for spec in pods)
     min_available = total if job.min_available is None else job.min_available
     if not 0 <= min_available <= total:
         # 0: no gang, every pod placed as it fits (KAI's minMember 0, kai-semantics.md §11)
@@ -313,6 +313,8 @@ def topology_defs(raw: list[m.TopologyResource], path: str = "topologies") -> di
 def _subgroups(job: m.Job, path: str) -> list[ev.SubGroup]:
     """The job's sub-group tree as events spell it; the tree itself is checked with the group
     (``muster.subgroups`` through ``muster.bounds``)."""
+    if not job.subgroups:
+        return []
     parents = {sub.parent for sub in job.subgroups}
     out = []
     for k, sub in enumerate(job.subgroups):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from muster.bounds import MAX_UID
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
 from muster.grouping.limits import MAX_DEPTH, MAX_PODS
@@ -330,3 +331,16 @@ def test_a_muster_job_past_the_bus_bounds_is_refused_naming_the_field(resources,
     with pytest.raises(ManifestError) as info:
         group_manifests([job])
     assert info.value.path == field and "above the limit" in info.value.message
+
+
+def test_a_submission_uid_past_its_bound_is_refused_for_a_muster_job_too():
+    # Grouping sets the uid on a plugin's finished group, so it bounds that field itself.
+    job = {
+        "apiVersion": "muster.dev/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"queue": "default-queue", "pods": [{"count": 1, "resources": {"gpu": 1}}]},
+    }
+    assert group_manifests([job], uid="u" * MAX_UID)
+    with pytest.raises(ManifestError, match="workload_uid"):
+        group_manifests([job], uid="u" * (MAX_UID + 1))
