@@ -121,6 +121,26 @@ def test_the_nodes_a_pod_may_use_are_those_of_its_pool_schedulable_and_matching_
     assert [name for name, n in sorted(table.nodes.items()) if mask[n.slot]] == ["a-0"]
 
 
+def test_what_the_nodes_offer_follows_a_node_updated_or_removed_after_a_cycle_asked():
+    table = NodeTable()
+    for e in gpu_nodes(2, gpus=4, labels={"zone": "x"}):
+        table.set(e.node)
+    key = pod_req(ev.PodSpec(node_selector={"zone": "x"}, resources=ev.Resources(gpu=1)), "pods[0]").spec_key
+    assert table.eligible("default", key).sum() == 2 and table.totals()[0] == 8
+    table.set(gpu_nodes(1, gpus=4, labels={"zone": "x"}, unschedulable=True)[0].node)
+    assert table.eligible("default", key).sum() == 1 and table.totals()[0] == 8
+    table.remove("node-1")
+    assert table.eligible("default", key).sum() == 0 and table.totals()[0] == 4
+    assert table.served_mask().sum() == 1
+
+
+def test_what_the_nodes_offer_is_read_only_as_every_cycle_shares_it():
+    table = NodeTable()
+    table.set(gpu_nodes(1, gpus=4)[0].node)
+    with pytest.raises(ValueError):
+        table.served_mask()[0] = False
+
+
 # -- queue sums and the ledger ----------------------------------------------------------------------
 
 

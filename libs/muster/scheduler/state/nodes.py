@@ -69,7 +69,7 @@ class NodesImage(msgspec.Struct, kw_only=True):
 class NodeTable:
     """Nodes by name and by slot, with the arrays a cycle places pods on."""
 
-    CACHES: ClassVar[frozenset[str]] = frozenset()
+    CACHES: ClassVar[frozenset[str]] = frozenset({"_views"})
     IMAGED_AS: ClassVar[dict[str, tuple[str, ...]]] = {"arrays": ("ints", "dev", "ext")}
 
     def __init__(self) -> None:
@@ -81,6 +81,10 @@ class NodeTable:
         self.node_version = 0
         """Bumped by every change to the arrays or the nodes."""
         self.ranks_dirty = False
+        self._views: dict[tuple, object] = {}
+        """What the views below read off the nodes' specs and capacities, kept until a node is registered,
+        updated or removed: every cycle asks them again, and walking every node each time costs more
+        than the cycle's decisions when few jobs change."""
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -115,6 +119,7 @@ class NodeTable:
         for name, amount in spec.resources.extended.items():
             ext[self.ext_names.index(name)] = int(amount)
         self.node_version += 1
+        self._views.clear()
 
     def remove(self, name: str) -> int | None:
         """Forget a node; the slot it had (pods recorded there are the caller's), or None if unknown."""
@@ -128,6 +133,7 @@ class NodeTable:
         self.free_slots.append(node.slot)
         self.ranks_dirty = True
         self.node_version += 1
+        self._views.clear()
         return node.slot
 
     def name_of(self, slot: int) -> str | None:
@@ -178,7 +184,22 @@ class NodeTable:
 
     # -- views used by cycles -------------------------------------------------------------------
 
+    def _view(self, key: tuple, build):
+        """``build()``, remembered under ``key`` until the nodes change; an array comes back read-only, as
+        every caller shares it."""
+        found = self._views.get(key)
+        if found is None:
+            found = build()
+            if isinstance(found, np.ndarray):
+                found.flags.writeable = False
+            self._views[key] = found
+        return found
+
     def min_device_memory(self) -> int:
+        """The smallest GPU memory of a node that declares one (0: none does)."""
+        return self._view(("min_device_memory",), self._min_device_memory)
+
+    def _min_device_memory(self) -> int:
         mems = [n.spec.resources.gpu_memory for n in self.nodes.values() if n.spec.resources.gpu_memory > 0]
         return min(mems) if mems else 0
 
@@ -187,6 +208,9 @@ class NodeTable:
         pool, schedulable, running pods of its runtime, with the labels it selects, one of the GPU models
         it names (if any), every extended resource it asks for, its NoSchedule and NoExecute taints
         tolerated and its required node affinity met (``muster.placement_predicates``)."""
+        return self._view(("eligible", pool, spec_key), lambda: self._eligible(pool, spec_key))
+
+    def _eligible(self, pool: str, spec_key: tuple) -> np.ndarray:
         selector, models, ext_names, runtime, tolerations, affinity = spec_key
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
@@ -208,6 +232,9 @@ class NodeTable:
 
     def offer(self, pool: str, runtime: str) -> Offer:
         """What the nodes of ``pool`` offer a pod of ``runtime``, schedulable or not."""
+        return self._view(("offer", pool, runtime), lambda: self._offer(pool, runtime))
+
+    def _offer(self, pool: str, runtime: str) -> Offer:
         kinds: set[str] = set()
         taints: dict[ev.Taint, None] = {}
         nodes = all_gpus = 0
@@ -225,6 +252,9 @@ class NodeTable:
 
     def served_mask(self) -> np.ndarray:
         """Which slots hold a node."""
+        return self._view(("served_mask",), self._served_mask)
+
+    def _served_mask(self) -> np.ndarray:
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
             mask[node.slot] = True
@@ -232,6 +262,9 @@ class NodeTable:
 
     def totals(self) -> np.ndarray:
         """gpu devices, cpu millicores, memory bytes over every node served."""
+        return self._view(("totals",), self._totals)
+
+    def _totals(self) -> np.ndarray:
         mask = self.served_mask()
         ints = self.arrays.ints
         return np.array(
