@@ -7,6 +7,9 @@ copied at open, updated by each committed statement, thrown away at close.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 
 from muster import events as ev
@@ -20,6 +23,8 @@ from .ordering import QueueShares
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
 from .queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
 from .state import ACTIVE, ALLOCATED, PENDING, ClusterState, Job, Offer, gpu_accounting, leaf_counts, planes
+
+T = TypeVar("T")
 
 
 class Session:
@@ -72,6 +77,18 @@ class Session:
         self.placed: dict[str, dict[int, tuple[int, tuple[int, ...], float, bool]]] = {}
         # pods evicted in this session (a moved pod is in both)
         self.evicted: dict[str, set[int]] = {}
+        self._memo: dict[str, tuple[int, object]] = {}
+
+    def until_next_decision(self, key: str, build: Callable[[], T]) -> T:
+        """``build()``, remembered under ``key`` until the session decides something more. Only a
+        committed statement changes for good what jobs hold and the queues' sums, and it always adds a
+        decision; an open statement is undone before anyone asks again."""
+        found = self._memo.get(key)
+        if found is not None and found[0] == len(self.decisions):
+            return found[1]  # type: ignore[return-value]
+        value = build()
+        self._memo[key] = (len(self.decisions), value)
+        return value
 
     # -- what a job has and wants ---------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from ..preemption_delay import held_back_by_delay
 from ..session import Session
 from ..state import Job
 from . import solver
-from .common import Request, each_pending, each_pending_with_victims, shape_key
+from .common import Request, each_pending, each_pending_with_victims, held_back, shape_key, waiting
 from .victims import victim_order
 
 
@@ -27,8 +27,29 @@ class ConsolidateAction:
     walk = staticmethod(each_pending)
 
     def run(self, s: Session) -> None:
+        if self.passes_over(s):
+            return
         movable = lambda j: not (j.topology is not None and j.topology.required)  # noqa: E731
         each_pending_with_victims(s, movable, self._attempt, self.walk)
+
+    def passes_over(self, s: Session) -> bool:
+        """Whether no waiting job could get past the first tests of ``_attempt`` (so the walk, which would
+        decide nothing and note no reason, is left out): none is held back by its delay, and each is not
+        preemptible, needs a required topology, passes a limit or quota, or asks for more GPUs than are
+        free. Nothing changes while every attempt stops there, so what is read at the start holds."""
+        w = waiting(s)
+        if not w.jobs:
+            return True
+        free = free_gpus(s)
+        for job, req in zip(w.jobs, w.requests, strict=True):
+            if held_back(s, job):
+                return False
+            if not job.preemptible or (job.topology is not None and job.topology.required):
+                continue
+            if free + EPS < req[0] or limit_reason(s, job, req) or quota_reason(s, job, req):
+                continue
+            return False
+        return True
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

@@ -21,13 +21,31 @@ from . import solver
 from .common import (
     Request,
     VictimSearch,
+    held_back,
     shape_key,
+    waiting,
 )
 from .victims import Unit, protected, victim_order
 
 
 class ReclaimAction(VictimSearch):
     name = "reclaim"
+
+    def passes_over(self, s: Session) -> bool:
+        """No waiting job is held back by its delay, and each needs a required topology or would take its
+        queue past its fair share: only a queue that stays within its fair share reclaims. Nothing changes
+        while every attempt stops there, so the shares read at the start hold for the whole walk."""
+        w = waiting(s)
+        fair, alloc = s.shares.fair, s.alloc
+        for job, leaf, req in zip(w.jobs, w.leaves, w.requests, strict=True):
+            if held_back(s, job):
+                return False
+            if job.topology is not None and job.topology.required:
+                continue
+            mine, share = alloc[leaf], fair[leaf]
+            if all(mine[r] + req[r] <= share[r] + EPS for r in range(3)):
+                return False
+        return True
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
