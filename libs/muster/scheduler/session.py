@@ -217,7 +217,11 @@ class Session:
         if self._gpu_index is None:
             # under a placement policy, binpack places what the policy cannot (see policy_placement)
             strategy = self.config.placement_gpu if self.config.placement_gpu in pl.STRATEGIES else "binpack"
-            self._gpu_index = pl.build_gpu_index(self.nodes, self.in_scope, strategy)
+            if self.nodes_version == 0:
+                # the working arrays are still the state's: its kept index is theirs
+                self._gpu_index = self.state.node_table.gpu_index(strategy)
+            else:
+                self._gpu_index = pl.build_gpu_index(self.nodes, self.in_scope, strategy)
         return self._gpu_index
 
     def policy_placer(self) -> PolicyPlacer | None:

@@ -69,7 +69,7 @@ class NodesImage(msgspec.Struct, kw_only=True):
 class NodeTable:
     """Nodes by name and by slot, with the arrays a cycle places pods on."""
 
-    CACHES: ClassVar[frozenset[str]] = frozenset({"_views"})
+    CACHES: ClassVar[frozenset[str]] = frozenset({"_views", "_gpu_index", "_moved"})
     IMAGED_AS: ClassVar[dict[str, tuple[str, ...]]] = {"arrays": ("ints", "dev", "ext")}
 
     def __init__(self) -> None:
@@ -85,6 +85,10 @@ class NodeTable:
         """What the views below read off the nodes' specs and capacities, kept until a node is registered,
         updated or removed: every cycle asks them again, and walking every node each time costs more
         than the cycle's decisions when few jobs change."""
+        self._gpu_index: tuple[str, pl.GpuIndex] | None = None
+        """The GPU index of the served nodes by strategy (``gpu_index``), as the arrays stood when last asked."""
+        self._moved: set[int] = set()
+        """Slots whose devices changed since then."""
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -120,6 +124,7 @@ class NodeTable:
             ext[self.ext_names.index(name)] = int(amount)
         self.node_version += 1
         self._views.clear()
+        self._gpu_index = None
 
     def remove(self, name: str) -> int | None:
         """Forget a node; the slot it had (pods recorded there are the caller's), or None if unknown."""
@@ -134,6 +139,7 @@ class NodeTable:
         self.ranks_dirty = True
         self.node_version += 1
         self._views.clear()
+        self._gpu_index = None
         return node.slot
 
     def name_of(self, slot: int) -> str | None:
@@ -162,6 +168,7 @@ class NodeTable:
         if not self.ranks_dirty:
             return
         self.ranks_dirty = False
+        self._gpu_index = None  # indexed by rank
         for rank, name in enumerate(sorted(self.nodes)):
             self.arrays.ints[self.nodes[name].slot, pl.N_RANK] = rank
 
@@ -173,16 +180,36 @@ class NodeTable:
         """Add (sign 1) or take away (sign -1) a pod's resources on node ``slot``, in ``plane``."""
         planes.hold(self.arrays, self.ext_names, req, slot, gpus, share, plane, sign)
         self.node_version += 1
+        self._moved.add(slot)
 
     def move(self, req: PodReq, slot: int, gpus: tuple[int, ...], share: float, sign: int) -> None:
         """Move a pod's resources on node ``slot`` from used to releasing (sign 1), or back (sign -1)."""
         planes.move(self.arrays, self.ext_names, req, slot, gpus, share, sign)
         self.node_version += 2  # a change to each plane
+        self._moved.add(slot)
 
     def mark_shared(self, req: PodReq, slot: int, gpus: tuple[int, ...], sign: int) -> None:
         planes.mark_shared(self.arrays, req, slot, gpus, sign)
+        self._moved.add(slot)
 
     # -- views used by cycles -------------------------------------------------------------------
+
+    def gpu_index(self, strategy: str) -> pl.GpuIndex:
+        """A copy of ``pl.build_gpu_index`` of the served nodes as the arrays stand (ranks up to date). The
+        index is kept between cycles: only the nodes whose devices changed since are filed again, which
+        leaves it as a fresh build would (a node's place in it depends on its own devices alone); a node
+        registered, updated or removed, or a new ranking, builds it afresh."""
+        self.rerank()
+        kept = self._gpu_index
+        if kept is None or kept[0] != strategy:
+            index = pl.build_gpu_index(self.arrays, self.served_mask(), strategy)
+            self._gpu_index = (strategy, index)
+        else:
+            index = kept[1]
+            for slot in self._moved:
+                pl.rebucket(self.arrays, index, slot)
+        self._moved.clear()
+        return pl.GpuIndex(*(a.copy() for a in index[:-1]), index.strategy_gpu)
 
     def _view(self, key: tuple, build):
         """``build()``, remembered under ``key`` until the nodes change; an array comes back read-only, as
