@@ -167,12 +167,11 @@ def _waiting(s: Session) -> Waiting:
     for q, jobs in pending_by_leaf(s).items():
         for job in jobs:
             name = job.name
-            if (
-                job.shape >= 0
-                and job.n_pending == len(job.pods)
-                and name not in placed
-                and name not in evicted
-            ):
+            plain = job.shape >= 0 and job.n_pending == len(job.pods) and name not in evicted
+            mine = placed.get(name)
+            if plain and mine is not None and len(mine) == len(job.pods):
+                continue  # a plain job is placed all at once: this one has nothing left to place
+            if plain and mine is None:
                 # untouched, a plain job asks for all its pods, as every job of its shape does
                 req = whole_of_shape.get(job.shape)
                 if req is None:
