@@ -40,15 +40,11 @@ class ConsolidateAction:
         w = waiting(s)
         if not w.jobs:
             return True
-        free = free_gpus(s)
         for job, req in zip(w.jobs, w.requests, strict=True):
             if held_back(s, job):
                 return False
-            if not job.preemptible or (job.topology is not None and job.topology.required):
-                continue
-            if free + EPS < req[0] or limit_reason(s, job, req) or quota_reason(s, job, req):
-                continue
-            return False
+            if may_move_others_for(s, job, req):
+                return False
         return True
 
     def _attempt(
@@ -56,11 +52,7 @@ class ConsolidateAction:
     ) -> None:
         if held_back_by_delay(s, job):
             return
-        if not job.preemptible or (job.topology is not None and job.topology.required):
-            return
-        if limit_reason(s, job, req) or quota_reason(s, job, req):
-            return
-        if free_gpus(s) + EPS < req[0]:
+        if not may_move_others_for(s, job, req):
             return
         key = shape_key(s, job, pods)
         if key in failed:
@@ -77,6 +69,16 @@ class ConsolidateAction:
             failed.add(key)
             return
         solver.commit(s, job, sol, lambda u: f"moved to make room for {job.name}")
+
+
+def may_move_others_for(s: Session, job: Job, req: Request) -> bool:
+    """Whether consolidation may move pods for ``job`` asking ``req``: it is preemptible, needs no required
+    topology, fits its limits (and quotas), and the free GPUs could hold what it asks for at all."""
+    if not job.preemptible or (job.topology is not None and job.topology.required):
+        return False
+    if limit_reason(s, job, req) or quota_reason(s, job, req):
+        return False
+    return free_gpus(s) + EPS >= req[0]
 
 
 def free_gpus(s: Session) -> float:
