@@ -302,6 +302,27 @@ def _philly_speed_cmd(args: argparse.Namespace) -> int:
     return OK
 
 
+def _simulator_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
+    """Issue #26's target: the simulator over the whole Philly trace from 2017-10-01 on 2,816 GPUs."""
+    from muster.bench import simulator
+
+    return [{"benchmark": "simulator", **row} for row in simulator.run(bool(args.quick), progress)]
+
+
+def _simulator_cmd(args: argparse.Namespace) -> int:
+    rows = _simulator_suite(args, lambda _msg: None)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"bench-simulator{'-quick' if args.quick else ''}.json"
+    path.write_text(json.dumps(rows, indent=2) + "\n")
+    if args.json:
+        print_json(rows)
+    else:
+        _print_rows("simulator", rows)
+        print(f"results: {path}")
+    return OK
+
+
 # name -> runner for the whole suite; each returns rows of results
 RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[dict]]] = {
     "openb": _openb_suite,
@@ -314,6 +335,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace, Callable[[str], None]], list[di
     "cli": _cli_suite,
     "philly": _philly_suite,
     "philly-speed": _philly_speed_suite,
+    "simulator": _simulator_suite,
 }
 
 
@@ -521,6 +543,16 @@ def register(sub: Any) -> None:
         "--out", default="bench/results", help="folder for the JSON and plots (default bench/results)"
     )
     philly.set_defaults(run=_philly_cmd)
+
+    simulator = benches.add_parser(
+        "simulator", help="the simulator over the whole Philly trace from 2017-10-01 on 2,816 GPUs, timed"
+    )
+    simulator.add_argument("--json", action="store_true", help="print one JSON document")
+    simulator.add_argument("--quick", action="store_true", help="smoke run: the first 1000 jobs")
+    simulator.add_argument(
+        "--out", default="bench/results", help="folder for the JSON (default bench/results)"
+    )
+    simulator.set_defaults(run=_simulator_cmd)
 
     e2e = benches.add_parser(
         "e2e",

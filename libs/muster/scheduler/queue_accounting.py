@@ -97,28 +97,40 @@ def queue_accounting(
     """Each queue's running sums (``QueueSums``) added up the tree; a pending gpu-memory pod asks for its
     memory over the smallest device's."""
     q = len(table.names)
-    alloc = np.zeros((q, 3))
-    alloc_np = np.zeros((q, 3))
-    request = np.zeros((q, 3))
+    # plain floats, added in the same order as arrays would be (the same sums): a cycle opens with this,
+    # and numpy's per-call cost on rows of three is most of it
+    alloc = [[0.0, 0.0, 0.0] for _ in range(q)]
+    alloc_np = [[0.0, 0.0, 0.0] for _ in range(q)]
+    request = [[0.0, 0.0, 0.0] for _ in range(q)]
     for name, s in by_queue.items():
         i = table.index.get(name)
         if i is None:
             continue
         gpu_mem_req = max(device_share.py_func(MEMORY, 0.0, s[R_GPU_MEM], min_dev_mem), 0.0)
-        row_a = (s[A_GPU], s[A_CPU], s[A_MEM])
-        row_np = (s[NP_GPU], s[NP_CPU], s[NP_MEM])
-        row_r = (
-            s[A_GPU] + s[R_GPU] + gpu_mem_req,
-            s[A_CPU] + s[R_CPU],
-            s[A_MEM] + s[R_MEM],
-        )
+        a_gpu, a_cpu, a_mem = s[A_GPU], s[A_CPU], s[A_MEM]
+        np_gpu, np_cpu, np_mem = s[NP_GPU], s[NP_CPU], s[NP_MEM]
+        r_gpu, r_cpu, r_mem = a_gpu + s[R_GPU] + gpu_mem_req, a_cpu + s[R_CPU], a_mem + s[R_MEM]
         for anc in table.ancestors[i]:
-            alloc[anc] += row_a
-            alloc_np[anc] += row_np
-            request[anc] += row_r
+            row = alloc[anc]
+            row[0] += a_gpu
+            row[1] += a_cpu
+            row[2] += a_mem
+            row = alloc_np[anc]
+            row[0] += np_gpu
+            row[1] += np_cpu
+            row[2] += np_mem
+            row = request[anc]
+            row[0] += r_gpu
+            row[1] += r_cpu
+            row[2] += r_mem
     # sums kept incrementally drift by float rounding; KAI's are exact
     # lists, not arrays: the allocate loop reads and charges them one element at a time
-    return QueueAccounting(np.round(alloc, 9).tolist(), np.round(alloc_np, 9).tolist(), np.round(request, 9))
+    shape = (q, 3)
+    return QueueAccounting(
+        np.round(np.array(alloc, dtype=np.float64).reshape(shape), 9).tolist(),
+        np.round(np.array(alloc_np, dtype=np.float64).reshape(shape), 9).tolist(),
+        np.round(np.array(request, dtype=np.float64).reshape(shape), 9),
+    )
 
 
 def usage_fractions(

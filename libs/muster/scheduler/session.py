@@ -7,6 +7,9 @@ copied at open, updated by each committed statement, thrown away at close.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 
 from muster import events as ev
@@ -22,6 +25,8 @@ from .pod_affinity_view import PodAffinityView
 from .policy_placement import PolicyPlacer, is_policy, typical_shapes
 from .queue_accounting import QueueTable, fair_shares, queue_accounting, usage_fractions
 from .state import ACTIVE, ALLOCATED, PENDING, ClusterState, Job, Offer, gpu_accounting, leaf_counts, planes
+
+T = TypeVar("T")
 
 
 class Session:
@@ -75,6 +80,18 @@ class Session:
         # pods evicted in this session (a moved pod is in both)
         self.evicted: dict[str, set[int]] = {}
         self._pod_affinity: PodAffinityView | None = None
+        self._memo: dict[str, tuple[int, object]] = {}
+
+    def until_next_decision(self, key: str, build: Callable[[], T]) -> T:
+        """``build()``, remembered under ``key`` until the session decides something more. Only a
+        committed statement changes for good what jobs hold and the queues' sums, and it always adds a
+        decision; an open statement is undone before anyone asks again."""
+        found = self._memo.get(key)
+        if found is not None and found[0] == len(self.decisions):
+            return found[1]  # type: ignore[return-value]
+        value = build()
+        self._memo[key] = (len(self.decisions), value)
+        return value
 
     # -- what a job has and wants ---------------------------------------------------------------
 
@@ -223,7 +240,11 @@ class Session:
         if self._gpu_index is None:
             # under a placement policy, binpack places what the policy cannot (see policy_placement)
             strategy = self.config.placement_gpu if self.config.placement_gpu in pl.STRATEGIES else "binpack"
-            self._gpu_index = pl.build_gpu_index(self.nodes, self.in_scope, strategy)
+            if self.nodes_version == 0:
+                # the working arrays are still the state's: its kept index is theirs
+                self._gpu_index = self.state.node_table.gpu_index(strategy)
+            else:
+                self._gpu_index = pl.build_gpu_index(self.nodes, self.in_scope, strategy)
         return self._gpu_index
 
     def policy_placer(self) -> PolicyPlacer | None:

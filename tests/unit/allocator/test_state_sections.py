@@ -121,6 +121,76 @@ def test_the_nodes_a_pod_may_use_are_those_of_its_pool_schedulable_and_matching_
     assert [name for name, n in sorted(table.nodes.items()) if mask[n.slot]] == ["a-0"]
 
 
+def test_what_the_nodes_offer_follows_a_node_updated_or_removed_after_a_cycle_asked():
+    table = NodeTable()
+    for e in gpu_nodes(2, gpus=4, labels={"zone": "x"}):
+        table.set(e.node)
+    key = pod_req(ev.PodSpec(node_selector={"zone": "x"}, resources=ev.Resources(gpu=1)), "pods[0]").spec_key
+    assert table.eligible("default", key).sum() == 2 and table.totals()[0] == 8
+    table.set(gpu_nodes(1, gpus=4, labels={"zone": "x"}, unschedulable=True)[0].node)
+    assert table.eligible("default", key).sum() == 1 and table.totals()[0] == 8
+    table.remove("node-1")
+    assert table.eligible("default", key).sum() == 0 and table.totals()[0] == 4
+    assert table.served_mask().sum() == 1
+
+
+def test_the_kept_gpu_index_is_the_one_a_fresh_build_gives_after_pods_come_move_and_go():
+    table = NodeTable()
+    for e in gpu_nodes(3, gpus=4):
+        table.set(e.node)
+    whole = pod_req(ev.PodSpec(resources=ev.Resources(gpu=2)), "pods[0]")
+    half = pod_req(ev.PodSpec(resources=ev.Resources(gpu=0.5)), "pods[0]")
+
+    def same_as_fresh() -> None:
+        kept = table.gpu_index("binpack")  # ranks the nodes first, as a cycle does
+        fresh = pl.build_gpu_index(table.arrays, table.served_mask(), "binpack")
+        assert all((a == b).all() for a, b in zip(kept[:-1], fresh[:-1], strict=True))
+
+    same_as_fresh()
+    table.hold(whole, 0, (0, 1), 0.0, pl.D_USED, +1)
+    table.hold(half, 1, (2,), 0.5, pl.D_USED, +1)
+    table.mark_shared(half, 1, (2,), +1)
+    same_as_fresh()
+    table.move(whole, 0, (0, 1), 0.0, +1)
+    same_as_fresh()
+    table.hold(whole, 0, (0, 1), 0.0, pl.D_REL, -1)
+    table.set(gpu_nodes(1, gpus=8, prefix="big")[0].node)
+    same_as_fresh()
+
+
+def test_a_session_that_evicted_before_it_first_placed_indexes_its_own_arrays_not_the_states():
+    from muster.scheduler.config import AllocatorConfig
+    from muster.scheduler.engine import Allocator
+
+    engine = Allocator(AllocatorConfig())
+    for e in [
+        *gpu_nodes(2, gpus=2),
+        queue("team"),
+        gang_job("team", 2, name="train"),
+        *_bound("train", 0, [0, 1], 0.0),
+    ]:
+        engine.apply(e)
+    engine.state.node_table.gpu_index("binpack")  # kept from an earlier cycle
+    s = engine._session(60.0)
+    s.shift(engine.state.jobs["train"], 0, +1)
+    fresh = pl.build_gpu_index(s.nodes, s.in_scope, "binpack")
+    assert all((a == b).all() for a, b in zip(s.gpu_index()[:-1], fresh[:-1], strict=True))
+
+
+def test_a_copy_of_the_kept_gpu_index_is_the_callers_to_place_on():
+    table = NodeTable()
+    table.set(gpu_nodes(1, gpus=4)[0].node)
+    table.gpu_index("binpack").counts[:] = 99
+    assert (table.gpu_index("binpack").counts != 99).any()
+
+
+def test_what_the_nodes_offer_is_read_only_as_every_cycle_shares_it():
+    table = NodeTable()
+    table.set(gpu_nodes(1, gpus=4)[0].node)
+    with pytest.raises(ValueError):
+        table.served_mask()[0] = False
+
+
 # -- queue sums and the ledger ----------------------------------------------------------------------
 
 

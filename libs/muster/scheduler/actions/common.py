@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .. import batch, reasons
 from ..ordering import JobQueue, job_key
+from ..preemption_delay import in_preemption_delay
 from ..session import Session
 from ..state import Job
 
@@ -143,6 +145,71 @@ def each_pending_with_victims(
     walk(s, visit)
 
 
+class Waiting(NamedTuple):
+    """The jobs ``each_pending`` would hand an action now (pending, in a leaf queue, with pods to place),
+    in no particular order: each with its leaf queue and the request of its pods to place."""
+
+    jobs: list[Job]
+    leaves: list[int]
+    requests: list[Request]
+
+
+def waiting(s: Session) -> Waiting:
+    """The jobs a walk over the pending jobs would visit now; worked out once until the next decision,
+    so the actions after allocate share it."""
+    return s.until_next_decision("waiting", lambda: _waiting(s))
+
+
+def _waiting(s: Session) -> Waiting:
+    out = Waiting([], [], [])
+    placed, evicted = s.placed, s.evicted
+    whole_of_shape: dict[int, Request] = {}
+    for q, jobs in pending_by_leaf(s).items():
+        for job in jobs:
+            name = job.name
+            plain = job.shape >= 0 and job.n_pending == len(job.pods) and name not in evicted
+            mine = placed.get(name)
+            if plain and mine is not None and len(mine) == len(job.pods):
+                continue  # a plain job is placed all at once: this one has nothing left to place
+            if plain and mine is None:
+                # untouched, a plain job asks for all its pods, as every job of its shape does
+                req = whole_of_shape.get(job.shape)
+                if req is None:
+                    req = whole_of_shape[job.shape] = s.request_of(job, list(range(len(job.pods))))
+            else:
+                pods = s.pods_to_place(job)
+                if not pods:
+                    continue
+                req = s.request_of(job, pods)
+            out.jobs.append(job)
+            out.leaves.append(q)
+            out.requests.append(req)
+    return out
+
+
+def held_back(s: Session, job: Job) -> bool:
+    """Whether the job's preemption delay holds it back (``held_back_by_delay`` without noting why): the
+    first test of every attempt to evict for it, which notes the reason, so an action that would reach
+    it must not be passed over."""
+    return in_preemption_delay(job, s.clock, bool(s.evicted.get(job.name)))
+
+
+def lowest_running_priority(s: Session) -> dict[int, int]:
+    """The lowest priority of a preemptible job with running pods, by leaf queue index."""
+
+    def build() -> dict[int, int]:
+        out: dict[int, int] = {}
+        index, jobs = s.table.index, s.state.jobs
+        for name in s.state.ledger.running_jobs:
+            job = jobs[name]
+            q = index.get(job.queue)
+            if job.preemptible and q is not None and job.priority < out.get(q, job.priority + 1):
+                out[q] = job.priority
+        return out
+
+    return s.until_next_decision("lowest_running_priority", build)
+
+
 def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
     return (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods))
 
@@ -150,7 +217,8 @@ def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
 class VictimSearch:
     """What reclaim and preempt share: while some job runs, walk the pending jobs and try each.
 
-    Subclasses give ``name`` and ``_attempt``; ``walk`` is how the pending jobs are walked in order.
+    Subclasses give ``name`` and ``_attempt``, and may give ``passes_over``; ``walk`` is how the pending
+    jobs are walked in order.
     """
 
     name = ""
@@ -158,7 +226,14 @@ class VictimSearch:
     walk = staticmethod(each_pending)
 
     def run(self, s: Session) -> None:
+        if self.passes_over(s):
+            return
         each_pending_with_victims(s, lambda j: True, self._attempt, self.walk)
+
+    def passes_over(self, s: Session) -> bool:
+        """Whether no waiting job could get past the first tests of ``_attempt`` (so the walk would decide
+        nothing and note no reason, and is left out): a cheap test of the action's own conditions."""
+        return False
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

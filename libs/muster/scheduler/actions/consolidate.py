@@ -19,7 +19,7 @@ from ..preemption_delay import held_back_by_delay
 from ..session import Session
 from ..state import Job
 from . import solver
-from .common import Request, each_pending, each_pending_with_victims, shape_key
+from .common import Request, each_pending, each_pending_with_victims, held_back, shape_key, waiting
 from .victims import victim_order
 
 
@@ -31,18 +31,31 @@ class ConsolidateAction:
     walk = staticmethod(each_pending)
 
     def run(self, s: Session) -> None:
+        if self.passes_over(s):
+            return
         each_pending_with_victims(s, lambda j: True, self._attempt, self.walk)
+
+    def passes_over(self, s: Session) -> bool:
+        """Whether no waiting job could get past the first tests of ``_attempt`` (so the walk, which would
+        decide nothing and note no reason, is left out): none is held back by its delay, and each is not
+        preemptible, passes a limit or quota, or asks for more GPUs than are
+        free. Nothing changes while every attempt stops there, so what is read at the start holds."""
+        w = waiting(s)
+        if not w.jobs:
+            return True
+        for job, req in zip(w.jobs, w.requests, strict=True):
+            if held_back(s, job):
+                return False
+            if may_move_others_for(s, job, req):
+                return False
+        return True
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
     ) -> None:
         if held_back_by_delay(s, job):
             return
-        if not job.preemptible:
-            return
-        if limit_reason(s, job, req) or quota_reason(s, job, req):
-            return
-        if free_gpus(s) + EPS < req[0]:
+        if not may_move_others_for(s, job, req):
             return
         key = shape_key(s, job, pods)
         if job.topology is not None:
@@ -62,6 +75,15 @@ class ConsolidateAction:
             failed.add(key)
             return
         solver.commit(s, job, sol, lambda u: f"moved to make room for {job.name}")
+
+
+def may_move_others_for(s: Session, job: Job, req: Request) -> bool:
+    """Whether consolidation may move pods for ``job`` asking ``req``: it is preemptible, fits its limits (and quotas), and the free GPUs could hold what it asks for at all."""
+    if not job.preemptible:
+        return False
+    if limit_reason(s, job, req) or quota_reason(s, job, req):
+        return False
+    return free_gpus(s) + EPS >= req[0]
 
 
 def free_gpus(s: Session) -> float:

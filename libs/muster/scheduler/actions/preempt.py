@@ -16,13 +16,32 @@ from . import solver
 from .common import (
     Request,
     VictimSearch,
+    held_back,
+    lowest_running_priority,
     shape_key,
+    waiting,
 )
 from .victims import protected, victim_order
 
 
 class PreemptAction(VictimSearch):
     name = "preempt"
+
+    def passes_over(self, s: Session) -> bool:
+        """No waiting job is held back by its delay, and none without a required topology shares its leaf
+        queue with a running preemptible job of lower priority: there would be no victim for anyone."""
+        w = waiting(s)
+        if not w.jobs:
+            return True
+        lowest = lowest_running_priority(s)
+        for job, leaf in zip(w.jobs, w.leaves, strict=True):
+            if held_back(s, job):
+                return False
+            if job.topology is not None and job.topology.required:
+                continue
+            if lowest.get(leaf, job.priority) < job.priority:
+                return False
+        return True
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set

@@ -21,13 +21,29 @@ from . import solver
 from .common import (
     Request,
     VictimSearch,
+    held_back,
     shape_key,
+    waiting,
 )
 from .victims import Unit, protected, victim_order
 
 
 class ReclaimAction(VictimSearch):
     name = "reclaim"
+
+    def passes_over(self, s: Session) -> bool:
+        """No waiting job is held back by its delay, and each needs a required topology or would take its
+        queue past its fair share: only a queue that stays within its fair share reclaims. Nothing changes
+        while every attempt stops there, so the shares read at the start hold for the whole walk."""
+        w = waiting(s)
+        for job, leaf, req in zip(w.jobs, w.leaves, w.requests, strict=True):
+            if held_back(s, job):
+                return False
+            if job.topology is not None and job.topology.required:
+                continue
+            if stays_within_fair_share(s, leaf, req):
+                return False
+        return True
 
     def _attempt(
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
@@ -37,9 +53,8 @@ class ReclaimAction(VictimSearch):
         if job.topology is not None and job.topology.required:
             return
         leaf = s.table.index[job.queue]
-        fair, alloc = s.shares.fair[leaf], s.alloc[leaf]
-        if any(alloc[r] + req[r] > fair[r] + EPS for r in range(3)):
-            return  # only a queue that stays within its fair share reclaims
+        if not stays_within_fair_share(s, leaf, req):
+            return
         if quota_reason(s, job, req):
             return
         key = shape_key(s, job, pods)
@@ -65,6 +80,12 @@ class ReclaimAction(VictimSearch):
             failed.add(key)
             return
         solver.commit(s, job, sol, lambda u: texts[u.job.name])
+
+
+def stays_within_fair_share(s: Session, leaf: int, req: Request) -> bool:
+    """Whether leaf queue ``leaf`` stays within its fair share with ``req`` more: only such a queue reclaims."""
+    fair, alloc = s.shares.fair[leaf], s.alloc[leaf]
+    return all(alloc[r] + req[r] <= fair[r] + EPS for r in range(3))
 
 
 def _limits_can_clear(s: Session, leaf: int, req: Request, by_leaf: dict) -> bool:

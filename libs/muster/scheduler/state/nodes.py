@@ -71,7 +71,7 @@ class NodesImage(msgspec.Struct, kw_only=True):
 class NodeTable:
     """Nodes by name and by slot, with the arrays a cycle places pods on."""
 
-    CACHES: ClassVar[frozenset[str]] = frozenset()
+    CACHES: ClassVar[frozenset[str]] = frozenset({"_views", "_gpu_index", "_moved"})
     IMAGED_AS: ClassVar[dict[str, tuple[str, ...]]] = {"arrays": ("ints", "dev", "ext")}
 
     def __init__(self) -> None:
@@ -83,6 +83,14 @@ class NodeTable:
         self.node_version = 0
         """Bumped by every change to the arrays or the nodes."""
         self.ranks_dirty = False
+        self._views: dict[tuple, object] = {}
+        """What the views below read off the nodes' specs and capacities, kept until a node is registered,
+        updated or removed: every cycle asks them again, and walking every node each time costs more
+        than the cycle's decisions when few jobs change."""
+        self._gpu_index: tuple[str, pl.GpuIndex] | None = None
+        """The GPU index of the served nodes by strategy (``gpu_index``), as the arrays stood when last asked."""
+        self._moved: set[int] = set()
+        """Slots whose devices changed since then."""
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -117,6 +125,8 @@ class NodeTable:
         for name, amount in spec.resources.extended.items():
             ext[self.ext_names.index(name)] = int(amount)
         self.node_version += 1
+        self._views.clear()
+        self._gpu_index = None
 
     def remove(self, name: str) -> int | None:
         """Forget a node; the slot it had (pods recorded there are the caller's), or None if unknown."""
@@ -130,6 +140,8 @@ class NodeTable:
         self.free_slots.append(node.slot)
         self.ranks_dirty = True
         self.node_version += 1
+        self._views.clear()
+        self._gpu_index = None
         return node.slot
 
     def name_of(self, slot: int) -> str | None:
@@ -158,6 +170,7 @@ class NodeTable:
         if not self.ranks_dirty:
             return
         self.ranks_dirty = False
+        self._gpu_index = None  # indexed by rank
         for rank, name in enumerate(sorted(self.nodes)):
             self.arrays.ints[self.nodes[name].slot, pl.N_RANK] = rank
 
@@ -169,18 +182,53 @@ class NodeTable:
         """Add (sign 1) or take away (sign -1) a pod's resources on node ``slot``, in ``plane``."""
         planes.hold(self.arrays, self.ext_names, req, slot, gpus, share, plane, sign)
         self.node_version += 1
+        self._moved.add(slot)
 
     def move(self, req: PodReq, slot: int, gpus: tuple[int, ...], share: float, sign: int) -> None:
         """Move a pod's resources on node ``slot`` from used to releasing (sign 1), or back (sign -1)."""
         planes.move(self.arrays, self.ext_names, req, slot, gpus, share, sign)
         self.node_version += 2  # a change to each plane
+        self._moved.add(slot)
 
     def mark_shared(self, req: PodReq, slot: int, gpus: tuple[int, ...], sign: int) -> None:
         planes.mark_shared(self.arrays, req, slot, gpus, sign)
+        self._moved.add(slot)
 
     # -- views used by cycles -------------------------------------------------------------------
 
+    def gpu_index(self, strategy: str) -> pl.GpuIndex:
+        """A copy of ``pl.build_gpu_index`` of the served nodes as the arrays stand (ranks up to date). The
+        index is kept between cycles: only the nodes whose devices changed since are filed again, which
+        leaves it as a fresh build would (a node's place in it depends on its own devices alone); a node
+        registered, updated or removed, or a new ranking, builds it afresh."""
+        self.rerank()
+        kept = self._gpu_index
+        if kept is None or kept[0] != strategy:
+            index = pl.build_gpu_index(self.arrays, self.served_mask(), strategy)
+            self._gpu_index = (strategy, index)
+        else:
+            index = kept[1]
+            for slot in self._moved:
+                pl.rebucket(self.arrays, index, slot)
+        self._moved.clear()
+        return pl.GpuIndex(*(a.copy() for a in index[:-1]), index.strategy_gpu)
+
+    def _view(self, key: tuple, build):
+        """``build()``, remembered under ``key`` until the nodes change; an array comes back read-only, as
+        every caller shares it."""
+        found = self._views.get(key)
+        if found is None:
+            found = build()
+            if isinstance(found, np.ndarray):
+                found.flags.writeable = False
+            self._views[key] = found
+        return found
+
     def min_device_memory(self) -> int:
+        """The smallest GPU memory of a node that declares one (0: none does)."""
+        return self._view(("min_device_memory",), self._min_device_memory)
+
+    def _min_device_memory(self) -> int:
         mems = [n.spec.resources.gpu_memory for n in self.nodes.values() if n.spec.resources.gpu_memory > 0]
         return min(mems) if mems else 0
 
@@ -190,6 +238,9 @@ class NodeTable:
         it names (if any), every extended resource it asks for, its NoSchedule and NoExecute taints
         tolerated and its required node affinity met (``muster.placement_predicates``), and the node's
         MIG strategy admitting its kind of GPU request (``muster.mig.node_admits``)."""
+        return self._view(("eligible", pool, spec_key), lambda: self._eligible(pool, spec_key))
+
+    def _eligible(self, pool: str, spec_key: tuple) -> np.ndarray:
         selector, models, ext_names, runtime, tolerations, affinity, gpu_request = spec_key
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
@@ -213,6 +264,9 @@ class NodeTable:
 
     def offer(self, pool: str, runtime: str) -> Offer:
         """What the nodes of ``pool`` offer a pod of ``runtime``, schedulable or not."""
+        return self._view(("offer", pool, runtime), lambda: self._offer(pool, runtime))
+
+    def _offer(self, pool: str, runtime: str) -> Offer:
         kinds: set[str] = set()
         taints: dict[ev.Taint, None] = {}
         strategies: set[str] = set()
@@ -233,6 +287,9 @@ class NodeTable:
 
     def served_mask(self) -> np.ndarray:
         """Which slots hold a node."""
+        return self._view(("served_mask",), self._served_mask)
+
+    def _served_mask(self) -> np.ndarray:
         mask = np.zeros(self.arrays.ints.shape[0], dtype=np.bool_)
         for node in self.nodes.values():
             mask[node.slot] = True
@@ -241,6 +298,9 @@ class NodeTable:
     def totals(self) -> np.ndarray:
         """gpu, cpu millicores, memory bytes over every node served; gpu counts devices and, as KAI's
         total does (§4, §17), g GPUs per MIG instance of a ``<g>g`` profile a node offers."""
+        return self._view(("totals",), self._totals)
+
+    def _totals(self) -> np.ndarray:
         mask = self.served_mask()
         ints = self.arrays.ints
         gpus = int(ints[mask, pl.N_GPUS].sum())
