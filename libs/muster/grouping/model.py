@@ -9,8 +9,10 @@ then resolves those the same way for every kind.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -187,9 +189,15 @@ class Batch:
                 return i, doc
         return None
 
-    def topologies(self) -> dict[str, TopologyDef]:
+    def topologies(self) -> Mapping[str, TopologyDef]:
         """KAI ``Topology`` documents in the batch, checked, by name: the ones its workloads' topology
         constraints may name. Raises ``ManifestError`` naming the document and field of a bad one."""
+        return self._topologies
+
+    @cached_property
+    def _topologies(self) -> Mapping[str, TopologyDef]:
+        # Read once per batch: every muster job of a submission asks, and a submission may hold
+        # thousands of them (reading per job made grouping quadratic in the batch).
         out: dict[str, TopologyDef] = {}
         for i, doc in enumerate(self.docs):
             if not is_topology_manifest(doc):
@@ -203,7 +211,7 @@ class Batch:
                     "metadata.name", f"{topo.name!r} names another Topology already", document=i
                 )
             out[topo.name] = topo
-        return out
+        return MappingProxyType(out)
 
     def priority_values(self) -> dict[str, int]:
         """``PriorityClass`` documents in the batch: name to value."""
