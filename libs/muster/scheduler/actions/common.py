@@ -211,7 +211,14 @@ def lowest_running_priority(s: Session) -> dict[int, int]:
 
 
 def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
-    return (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods))
+    """What decides whether evicting others can make room for ``pods`` of ``job``: jobs alike in it share
+    a failed search within one action's walk. Where a topology-constrained job may go depends on its
+    constraint and, once it runs, on where its pods run (they pin its required domain), so such a job
+    shares a failure only with itself."""
+    key = (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods), job.topology)
+    if job.topology is not None and s.active(job):
+        return (*key, job.name)
+    return key
 
 
 class VictimSearch:

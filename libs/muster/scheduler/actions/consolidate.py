@@ -58,9 +58,6 @@ class ConsolidateAction:
         if not may_move_others_for(s, job, req):
             return
         key = shape_key(s, job, pods)
-        if job.topology is not None:
-            # where it may go depends on its constraint and, once it runs, on where its pods run
-            key = (*key, job.topology, job.name if s.active(job) else None)
         if key in failed:
             return
         by_leaf = {

@@ -3,7 +3,9 @@
 Jobs still inside their preempt min-runtime are not victims (an elastic one
 may still give pods above its minimum). A job at its queue's limit may
 preempt: the solver counts limits after the evictions, which lower the
-queue's allocation first.
+queue's allocation first. A job with a topology constraint preempts too: the
+solver places it as allocate does, so victims are evicted only when one domain
+of its required level then holds it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ class PreemptAction(VictimSearch):
     name = "preempt"
 
     def passes_over(self, s: Session) -> bool:
-        """No waiting job is held back by its delay, and none without a required topology shares its leaf
-        queue with a running preemptible job of lower priority: there would be no victim for anyone."""
+        """No waiting job is held back by its delay, and none shares its leaf queue with a running
+        preemptible job of lower priority: there would be no victim for anyone."""
         w = waiting(s)
         if not w.jobs:
             return True
@@ -37,8 +39,6 @@ class PreemptAction(VictimSearch):
         for job, leaf in zip(w.jobs, w.leaves, strict=True):
             if held_back(s, job):
                 return False
-            if job.topology is not None and job.topology.required:
-                continue
             if lowest.get(leaf, job.priority) < job.priority:
                 return False
         return True
@@ -47,8 +47,6 @@ class PreemptAction(VictimSearch):
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
     ) -> None:
         if held_back_by_delay(s, job):
-            return
-        if job.topology is not None and job.topology.required:
             return
         if quota_reason(s, job, req):
             return

@@ -5,7 +5,9 @@ their reclaim min-runtime. A solution is kept only if every killed victim
 group passes a reclaim strategy at the level where the two queue paths
 split (fair-share reclaim: the victim side holds more than max(quota, fair
 share); quota reclaim: the reclaimer side is within quota and the victim
-side above it), and if queue ordering is preserved afterwards.
+side above it), and if queue ordering is preserved afterwards. A job with a
+topology constraint reclaims too: the solver places it as allocate does, so
+victims are evicted only when one domain of its required level then holds it.
 """
 
 from __future__ import annotations
@@ -32,15 +34,13 @@ class ReclaimAction(VictimSearch):
     name = "reclaim"
 
     def passes_over(self, s: Session) -> bool:
-        """No waiting job is held back by its delay, and each needs a required topology or would take its
-        queue past its fair share: only a queue that stays within its fair share reclaims. Nothing changes
-        while every attempt stops there, so the shares read at the start hold for the whole walk."""
+        """No waiting job is held back by its delay, and each would take its queue past its fair share: only
+        a queue that stays within its fair share reclaims. Nothing changes while every attempt stops there,
+        so the shares read at the start hold for the whole walk."""
         w = waiting(s)
         for job, leaf, req in zip(w.jobs, w.leaves, w.requests, strict=True):
             if held_back(s, job):
                 return False
-            if job.topology is not None and job.topology.required:
-                continue
             if stays_within_fair_share(s, leaf, req):
                 return False
         return True
@@ -49,8 +49,6 @@ class ReclaimAction(VictimSearch):
         self, s: Session, job: Job, pods: list[int], req: Request, running: dict, failed: set
     ) -> None:
         if held_back_by_delay(s, job):
-            return
-        if job.topology is not None and job.topology.required:
             return
         leaf = s.table.index[job.queue]
         if not stays_within_fair_share(s, leaf, req):
