@@ -35,7 +35,7 @@ import msgspec
 
 from muster import telemetry
 from muster.bus import DuplicateMessage, NatsBus, OnDuplicate, chunk_events
-from muster.bus.admission import check_events
+from muster.bus.admission import encode_admitted
 from muster.events import (
     AdoptPods,
     CancelRequested,
@@ -285,8 +285,8 @@ class Client:
         """Publish ``events`` once they pass the check every reader applies (``muster.bus.admission``):
         what readers would dead-letter is refused here, naming the field, instead of being sent and
         then waited for in vain. Raises ``muster.bus.admission.Refused``."""
-        check_events(self.subjects, subject, events)
-        return await self.bus.publish(subject, list(events), **options)
+        data = encode_admitted(self.subjects, subject, events)
+        return await self.bus.publish_raw(subject, data, **options)
 
     async def register_nodes(self, nodes: Sequence[NodeSpec], *, tag: str = "") -> None:
         """Add nodes to the fleet (the sim backend's, or any node source)."""

@@ -27,6 +27,7 @@ from muster.events import (
     NodeRemoved,
     NodeUpdated,
     decode_envelope,
+    encode_envelope,
     event_type,
 )
 from muster.subjects import Subjects, node_token
@@ -110,6 +111,21 @@ def admit(subjects: Subjects, subject: str, data: bytes) -> list[Event]:
         raise Refused(
             f"nested deeper than the decoder can follow; readers take at most {bounds.MAX_NESTING} levels"
         ) from None
+    _check_message(subjects, subject, events, data)
+    return events
+
+
+def encode_admitted(subjects: Subjects, subject: str, events: Sequence[Event]) -> bytes:
+    """The envelope of ``events``, encoded once, if every reader of ``subject`` would admit it; else
+    ``Refused``, naming the field. A publisher checks what it sends as its readers will, so a message
+    they would dead-letter is refused to its sender instead."""
+    data = encode_envelope(list(events))
+    _check_message(subjects, subject, events, data)
+    return data
+
+
+def _check_message(subjects: Subjects, subject: str, events: Sequence[Event], data: bytes) -> None:
+    """Admission of the message ``data`` that encodes ``events``: a reader's check after decoding."""
     if b"\\u0000" in data and _NUL.search(data):
         # Postgres stores no NUL in text: the projection would stop at this message for good.
         raise Refused("a string holds the NUL character (\\u0000), which no reader can store")
@@ -119,7 +135,6 @@ def admit(subjects: Subjects, subject: str, data: bytes) -> list[Event]:
     check_events(
         subjects, subject, events, nesting_bounded=documents and json_nests_within(data, _DOCUMENT_LEVELS)
     )
-    return events
 
 
 _ENVELOPE_LEVELS = 3
