@@ -173,16 +173,9 @@ def _requirement(raw: Any, path: str, *, fields: bool) -> NodeSelectorRequiremen
     ops = pp.FIELD_OPERATORS if fields else pp.LABEL_OPERATORS
     operator = _one_of(_str(req, "operator", path), join(path, "operator"), ops)
     vpath = join(path, "values")
-    values = _list(req.get("values"), vpath)
-    for i, v in enumerate(values):
-        if not isinstance(v, str):
-            raise ConstraintError(join(vpath, i), f"expected a string, got {_type_name(v)} {v!r}")
-    if operator in ("In", "NotIn") and not values:
-        raise ConstraintError(vpath, f"must not be empty for operator {operator}")
+    values = _values(req, vpath, operator)
     if fields and len(values) != 1:
         raise ConstraintError(vpath, f"must hold exactly one node name for {pp.NODE_NAME_FIELD}")
-    if operator in ("Exists", "DoesNotExist") and values:
-        raise ConstraintError(vpath, f"must be empty for operator {operator}")
     if operator in ("Gt", "Lt"):
         if len(values) != 1:
             raise ConstraintError(vpath, f"must hold exactly one integer for operator {operator}")
@@ -190,7 +183,21 @@ def _requirement(raw: Any, path: str, *, fields: bool) -> NodeSelectorRequiremen
             int(values[0])
         except ValueError:
             raise ConstraintError(join(vpath, 0), f"expected an integer, got {values[0]!r}") from None
-    return NodeSelectorRequirement(key=key, operator=operator, values=tuple(values))
+    return NodeSelectorRequirement(key=key, operator=operator, values=values)
+
+
+def _values(req: dict[str, Any], path: str, operator: str) -> tuple[str, ...]:
+    """A requirement's ``values`` at ``path``, as Kubernetes validates them: strings, at least one for
+    In and NotIn, none for Exists and DoesNotExist."""
+    values = _list(req.get("values"), path)
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise ConstraintError(join(path, i), f"expected a string, got {_type_name(v)} {v!r}")
+    if operator in ("In", "NotIn") and not values:
+        raise ConstraintError(path, f"must not be empty for operator {operator}")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ConstraintError(path, f"must be empty for operator {operator}")
+    return tuple(values)
 
 
 # -- pod affinity and anti-affinity -----------------------------------------------------------------
@@ -282,16 +289,9 @@ def _selector_requirement(raw: Any, path: str) -> LabelSelectorRequirement:
     if not key:
         raise ConstraintError(join(path, "key"), "required field is missing")
     operator = _one_of(_str(req, "operator", path), join(path, "operator"), SELECTOR_OPERATORS)
-    vpath = join(path, "values")
-    values = _list(req.get("values"), vpath)
-    for i, v in enumerate(values):
-        if not isinstance(v, str):
-            raise ConstraintError(join(vpath, i), f"expected a string, got {_type_name(v)} {v!r}")
-    if operator in ("In", "NotIn") and not values:
-        raise ConstraintError(vpath, f"must not be empty for operator {operator}")
-    if operator in ("Exists", "DoesNotExist") and values:
-        raise ConstraintError(vpath, f"must be empty for operator {operator}")
-    return LabelSelectorRequirement(key=key, operator=operator, values=tuple(values))
+    return LabelSelectorRequirement(
+        key=key, operator=operator, values=_values(req, join(path, "values"), operator)
+    )
 
 
 # -- a pod spec ------------------------------------------------------------------------------------
@@ -318,6 +318,10 @@ class Constraints(NamedTuple):
         }
 
 
+NONE = Constraints([], [], PodAffinity([], [], [], []))
+"""A pod spec that gives no tolerations and no affinity (shared: never change its lists)."""
+
+
 def from_pod_spec(spec: dict[str, Any]) -> Constraints:
     """A pod spec's tolerations, required node affinity and required pod (anti-)affinity; paths relative
     to the spec."""
@@ -326,6 +330,9 @@ def from_pod_spec(spec: dict[str, Any]) -> Constraints:
 
 def affinity_constraints(raw_tolerations: Any, raw_affinity: Any) -> Constraints:
     """``tolerations`` and ``affinity`` as a pod spec spells them (paths ``tolerations``, ``affinity``)."""
+    if raw_affinity is None and (raw_tolerations is None or raw_tolerations == []):
+        # Most pods give neither: every submitted pod passes here.
+        return NONE
     return Constraints(
         tolerations(raw_tolerations, "tolerations"),
         node_affinity(raw_affinity, "affinity"),

@@ -199,10 +199,14 @@ def _pod_spec(pod: m.Pod) -> ev.PodSpec:
         resources=resources,
         node_selector=dict(pod.node_selector),
         gpu_models=list(pod.gpu_models),
-        **constraints.pod_spec_fields(),
+        **(_NO_FIELDS if constraints is pod_constraints.NONE else constraints.pod_spec_fields()),
         labels=dict(pod.labels),
         subgroup=pod.subgroup,
     )
+
+
+_NO_FIELDS: dict[str, list] = {}
+"""``PodSpec`` fields of ``pod_constraints.NONE``: all at their defaults."""
 
 
 def expand(pods: list[ev.PodSpec]) -> list[ev.PodSpec]:

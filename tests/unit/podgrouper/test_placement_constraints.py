@@ -294,3 +294,14 @@ spec:
     }
     argo = ARGO.replace("  entrypoint: main\n", "  entrypoint: main\n  podMetadata: {labels: {wf: x}}\n")
     assert all(g.pods[0].labels == {"wf": "x"} for g in group_yaml(argo))
+
+
+@pytest.mark.parametrize("value", ["{}", "''", "0", "false"])
+def test_tolerations_that_are_no_list_are_refused_even_when_empty(value):
+    assert refusal(pytorch(tolerations=value)).path == f"{WORKER_SPEC}.tolerations"
+
+
+def test_an_empty_toleration_list_and_no_affinity_constrain_nothing():
+    group = only(group_yaml(pytorch(tolerations="[]")))
+    assert group.pods[0] == only(group_yaml(PYTORCH)).pods[0]
+    assert (group.pods[0].tolerations, group.pods[0].node_affinity, group.pods[0].pod_affinity) == ([], [], [])
