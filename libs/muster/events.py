@@ -81,7 +81,7 @@ import msgspec
 # -- value types -------------------------------------------------------------
 
 
-class Resources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Resources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
     """What one pod asks for, or one node offers, in base units."""
 
     gpu: float = 0.0
@@ -185,7 +185,7 @@ class SecretEnv(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """The secret's name (``NAME`` or ``NAME/KEY``), among the secrets of the group's owner."""
 
 
-class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
     """``count`` identical pods of one role in a gang."""
 
     role: str = "worker"
@@ -334,7 +334,7 @@ class WorkloadRejected(_Event, tag="WorkloadRejected", kw_only=True):
     field: str = ""
 
 
-class PodGroupCreated(_Event, tag="PodGroupCreated", kw_only=True):
+class PodGroupCreated(_Event, tag="PodGroupCreated", kw_only=True, omit_defaults=True):
     """A gang the allocator can schedule: pods that run together or not at all."""
 
     name: str
