@@ -94,7 +94,8 @@ async def test_a_third_nodes_word_that_a_pod_moving_here_ended_is_refused_and_le
 async def test_another_nodes_word_that_a_pod_being_bound_here_ended_is_refused(tmp_path):
     agent, bus = await agent_with_a_bound_pod(tmp_path)
     await agent.handle(
-        [delivery(4, ev.BindRequested(job="j", pod=1, node="a", gpus=[1], epoch=0, pipelined=True))], live=False
+        [delivery(4, ev.BindRequested(job="j", pod=1, node="a", gpus=[1], epoch=0, pipelined=True))],
+        live=False,
     )
     await agent.handle([delivery(5, ev.PodFailed(job="j", pod=1, node="b"))], live=True)
     assert [e.error for e in letters(bus)] == ["pod j/1 was placed on node a, not b"]

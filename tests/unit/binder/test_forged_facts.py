@@ -59,7 +59,9 @@ async def test_a_registered_nodes_word_that_a_pod_it_never_ran_ended_is_lettered
     handlers, bus = await binder()
     await handlers.handle([delivery(2, ev.PodCompleted(job="a", pod=1, node="n"))], live=True)
     assert [e.error for e in letters(bus)] == ["pod a/1 is not running on node n"]
-    await handlers.handle([delivery(3, ev.BindRequested(job="a", pod=1, node="n", gpus=[1], epoch=0))], live=True)
+    await handlers.handle(
+        [delivery(3, ev.BindRequested(job="a", pod=1, node="n", gpus=[1], epoch=0))], live=True
+    )
     assert [(p.job, p.pod, p.node) for p in handlers.fleet.bound()] == [("a", 1, "n")]
 
 
