@@ -342,10 +342,8 @@ async def _open_readable(js, bucket: str, owner: str):
     nc = js._nc
     before = nc.last_error
     await nc.publish(f"{js._prefix}.STREAM.INFO.OBJ_{bucket}", b"")
-    try:
+    with contextlib.suppress(NoAnswer):  # the server is slow to answer: the request's own timeout says so
         await nc.flush()
-    except NoAnswer:
-        pass  # the server is slow to answer: the request's own timeout says so
     denied = str(nc.last_error).lower() if nc.last_error is not before else ""
     if "permissions violation" in denied and f"obj_{bucket}".lower() in denied:
         raise StoreNotReadable(
