@@ -32,6 +32,7 @@ from muster.scheduler import snapshot as allocator_image
 from muster.scheduler.config import AllocatorConfig
 from muster.scheduler.engine import Allocator
 from muster.scheduler.fold import AllocatorFold
+from muster.store.convert import FINISHED_POD_STATUSES
 from muster.store.facts import ProjectedFacts
 from muster.store.sink import prepare
 from muster.subjects import Subjects
@@ -206,14 +207,32 @@ def test_forged_facts_change_nothing_in_a_machine_agents_log(tmp_path_factory, s
     check_fold(lambda deliveries: agent_fold(deliveries, home), slipped)
 
 
+def projected_rows(rows: dict, changes: list[tuple]) -> None:
+    """Apply a batch's pod changes to ``rows`` as the sink's merge does: to a pod with a row, not finished,
+    keeping its node where the change states none (the sequence that wrote it is left out)."""
+    for job, pod, status, placed, node, gpus, share, _seq, code, reason in changes:
+        row = rows.get((job, pod))
+        if row is None or row[0] in FINISHED_POD_STATUSES:
+            continue
+        where = (node, gpus, share) if placed else row[1]
+        rows[(job, pod)] = (status, where, code, reason)
+
+
 def projector_fold(deliveries: list[Delivery]) -> tuple[tuple, list]:
-    """The pods' rows the projection of ``deliveries`` (one batch) leaves, but for the sequence that last
-    wrote each, with the projector's placements; and what it refused."""
+    """The pods' rows the projection of ``deliveries`` leaves, a batch per message, with the projector's
+    placements; and what it refused."""
     facts = ProjectedFacts()
-    refused, letters = facts.admit_all(deliveries)
-    rows = sorted(change[:7] + change[8:] for change in prepare(deliveries, 0, refused).plan.pod_changes)
+    rows: dict = {}
+    refused = []
+    for d in deliveries:
+        indexes, letters = facts.admit_all([d])
+        batch = prepare([d], d.seq - 1, indexes).plan
+        for job, pod, *_ in batch.pods:
+            rows.setdefault((job, pod), ("pending", (None, [], 0.0), None, None))
+        projected_rows(rows, batch.pod_changes)
+        refused += [(m.seq, why) for m, why in letters]
     state = (sorted(facts.where.items()), sorted(facts.moving.items()), sorted(facts.gpus.items()))
-    return (rows, state), [(d.seq, why) for d, why in letters]
+    return (sorted(rows.items()), state), refused
 
 
 @FUZZ
