@@ -34,7 +34,7 @@ UNCHECKED = -1
 
 NOWHERE = ""
 """What ``FoldFacts.placed_on`` answers for a pod the fold knows waits to be placed (on no node, not
-finished)."""
+finished), or, from a fold that knows some nodes only, for a pod it knows is not on the fact's node."""
 
 FINISHING = frozenset({ev.PodCompleted, ev.PodFailed})
 """Facts that end a pod for good: only a pod running somewhere can end so."""
@@ -49,8 +49,8 @@ class FoldFacts(Protocol):
 
     def placed_on(self, job: str, pod: int, node: str) -> str | None:
         """The node the pod holds (being bound, bound or releasing there); ``NOWHERE`` if the fold knows it
-        waits to be placed (a fold that knows one node only may answer so of that ``node``, the fact's);
-        None if the fold cannot say."""
+        waits to be placed (a fold that knows some nodes only may answer so of ``node``, the fact's, when
+        it knows the pod is not there); None if the fold cannot say."""
         ...
 
     def devices_of(self, node: str) -> int | None:
@@ -73,7 +73,7 @@ def refusal(facts: FoldFacts, event: ev.Event) -> str | None:
     held = facts.placed_on(fact.job, fact.pod, fact.node)
     if held == NOWHERE:
         if kind in FINISHING:
-            return f"{_pod(fact)} is not running on node {fact.node}: it waits to be placed"
+            return f"{_pod(fact)} is not running on node {fact.node}"
     elif held is not None and held != fact.node:
         return f"{_pod(fact)} was placed on node {held}, not {fact.node}"
     if kind is not ev.PodBound:

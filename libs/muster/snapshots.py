@@ -303,10 +303,16 @@ class ObjectStoreSnapshots:
             await self.store.delete(meta.key)
 
 
+class StoreNotReadable(RuntimeError):
+    """A node's snapshot store exists but this login may not read it: the NATS configuration lists the
+    node's agent login and not the node among the readers' (``nats_permissions(prefix, nodes)``)."""
+
+
 async def existing_stores(js, stream: str) -> list[tuple[str, ObjectStoreSnapshots]]:
     """Every snapshot writer's store that exists (none is created), with its owner's name: the
     services' and the shared agent login's, then each node's own agent login's (found by their
-    streams' names; the owner is named as the bucket's name gives it)."""
+    streams' names; the owner is named as the bucket's name gives it). Raises ``StoreNotReadable``,
+    naming the store and its node, for a node's store this login may not read."""
     from nats.js.errors import BucketNotFoundError, NotFoundError
 
     out = []
@@ -318,10 +324,33 @@ async def existing_stores(js, stream: str) -> list[tuple[str, ObjectStoreSnapsho
     for bucket in await node_buckets(js, stream):
         owner = NODE_OWNER_PREFIX + bucket.removeprefix(f"{stream}{NODE_BUCKET_INFIX}").lower()
         try:
-            out.append((owner, ObjectStoreSnapshots(await js.object_store(bucket))))
+            out.append((owner, ObjectStoreSnapshots(await _open_readable(js, bucket, owner))))
         except (BucketNotFoundError, NotFoundError):
             continue
     return out
+
+
+async def _open_readable(js, bucket: str, owner: str):
+    """``js.object_store(bucket)``, refused at once if the server denies this login the request.
+
+    A denied request is dropped by the server, which says so to the connection only: the request
+    itself would wait out its whole timeout. So the request's subject is tried first without asking
+    for an answer (asking about a stream changes nothing), and a ping behind it comes back after the
+    server's denial, if there is one."""
+    from nats.errors import TimeoutError as NoAnswer
+
+    nc = js._nc
+    before = nc.last_error
+    await nc.publish(f"{js._prefix}.STREAM.INFO.OBJ_{bucket}", b"")
+    with contextlib.suppress(NoAnswer):  # the server is slow to answer: the request's own timeout says so
+        await nc.flush()
+    denied = str(nc.last_error).lower() if nc.last_error is not before else ""
+    if "permissions violation" in denied and f"obj_{bucket}".lower() in denied:
+        raise StoreNotReadable(
+            f"snapshot store {bucket} of {owner} exists, but this login may not read it: the NATS"
+            f" configuration must list that node among the readers' (nats_permissions(prefix, nodes))"
+        )
+    return await js.object_store(bucket)
 
 
 async def node_buckets(js, stream: str) -> list[str]:

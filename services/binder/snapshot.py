@@ -30,7 +30,7 @@ from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
 from services.binder.handlers import BinderHandlers
 
-FORMAT = 2
+FORMAT = 3
 
 NOT_IMAGED = {
     BinderHandlers: {
@@ -92,6 +92,7 @@ class FleetImage(msgspec.Struct, kw_only=True):
     due: list[tuple[float, tuple[str, int], float]]
     agent_nodes: list[str]
     finished: dict[str, list[int]]
+    completing: list[tuple[str, int, str]]
 
 
 class BinderImage(msgspec.Struct, kw_only=True):
@@ -161,6 +162,7 @@ def fleet_image(fleet: sim.SimFleet) -> FleetImage:
         due=due,
         agent_nodes=sorted(fleet._agent_nodes),
         finished={job: sorted(pods) for job, pods in fleet._finished.items()},
+        completing=[(job, pod, node) for (job, pod), node in fleet._completing.items()],
     )
 
 
@@ -194,6 +196,7 @@ def restore_fleet(fleet: sim.SimFleet, i: FleetImage) -> None:
     fleet._due = due
     fleet._agent_nodes = set(i.agent_nodes)
     fleet._finished = {job: set(pods) for job, pods in i.finished.items()}
+    fleet._completing = {(job, pod): node for job, pod, node in i.completing}
 
 
 def _binder_part(handlers: BinderHandlers) -> bytes:

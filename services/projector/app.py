@@ -70,7 +70,7 @@ async def commit_refusing(ctx: ServiceContext, sink: PostgresSink, batch: Prepar
     written = 0
     for delivery in sorted(batch.deliveries, key=lambda d: d.seq):
         try:
-            one = Prepared(after=-1, deliveries=[delivery])
+            one = Prepared(after=-1, deliveries=[delivery], refused=batch.refused)
             written += await until_database_answers(ctx, functools.partial(sink.commit, one))
         except Exception as exc:
             if not refused_for_good(exc):
@@ -118,9 +118,15 @@ async def run(ctx: ServiceContext) -> None:
         # The projector's position is its checkpoint in Postgres, written with its rows: it reads the
         # stream strictly in order from there. (A durable consumer would redeliver a killed
         # instance's unacknowledged messages after newer ones, behind the checkpoint.)
+        async def letter(delivery: Delivery, why: str) -> None:
+            await ctx.bus.dead_letter(NAME, delivery.subject, delivery.seq, why, delivery.data)
+
         while not ctx.stop.is_set():
-            done = await until_database_answers(ctx, sink.checkpoint)
-            pipeline = Pipeline(done, commit)
+            # Where the projection has each pod, read with the checkpoint: each fact is checked against
+            # it (``muster.store.facts``), and it is rebuilt from the rows at every resumption.
+            facts = await until_database_answers(ctx, sink.facts)
+            done = facts.seq
+            pipeline = Pipeline(done, commit, facts, letter)
             try:
                 # A message readers refuse is dead-lettered (under the projector's name) and not projected.
                 await ctx.bus.follow(done + 1, pipeline.handle, stop=ctx.stop, batch=1024, name=NAME)

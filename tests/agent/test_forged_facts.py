@@ -58,3 +58,54 @@ async def test_a_bind_here_on_a_device_past_the_nodes_last_is_refused(tmp_path):
     )
     await agent.handle([delivery(5, ev.PodBound(job="j", pod=1, node="a", gpus=[2]))], live=False)
     assert agent.log.placements[("j", 1)].phase == "binding"
+
+
+async def agent_with_a_pod_moving_here(tmp_path) -> tuple[Agent, MemoryBus]:
+    """The agent of node ``a``, binding pod j/1 here (pipelined) while node ``b`` is asked to evict it."""
+    agent, bus = await agent_with_a_bound_pod(tmp_path)
+    await agent.handle(
+        [
+            delivery(4, ev.BindRequested(job="j", pod=1, node="b", gpus=[0], epoch=0)),
+            delivery(5, ev.PodBound(job="j", pod=1, node="b", gpus=[0])),
+            delivery(
+                6,
+                ev.EvictionRequested(job="j", pod=1, node="b"),
+                ev.BindRequested(job="j", pod=1, node="a", gpus=[1], epoch=0, pipelined=True),
+            ),
+        ],
+        live=False,
+    )
+    return agent, bus
+
+
+async def test_a_third_nodes_word_that_a_pod_moving_here_ended_is_refused_and_lettered_once(tmp_path):
+    agent, bus = await agent_with_a_pod_moving_here(tmp_path)
+    forged = ev.PodCompleted(job="j", pod=1, node="c")
+    await agent.handle([delivery(7, forged), delivery(8, ev.PodEvicted(job="j", pod=1, node="c"))], live=True)
+    assert [(e.stream_seq, e.error) for e in letters(bus)] == [
+        (7, "pod j/1 was placed on node b, not c"),
+        (8, "pod j/1 was placed on node b, not c"),
+    ]
+    await agent.handle([delivery(7, forged)], live=False)  # read again after a restart
+    assert len(letters(bus)) == 2
+    assert agent.log.placements[("j", 1)].phase == "binding" and "j" not in agent.log.finished
+
+
+async def test_another_nodes_word_that_a_pod_being_bound_here_ended_is_refused(tmp_path):
+    agent, bus = await agent_with_a_bound_pod(tmp_path)
+    await agent.handle(
+        [delivery(4, ev.BindRequested(job="j", pod=1, node="a", gpus=[1], epoch=0, pipelined=True))],
+        live=False,
+    )
+    await agent.handle([delivery(5, ev.PodFailed(job="j", pod=1, node="b"))], live=True)
+    assert [e.error for e in letters(bus)] == ["pod j/1 was placed on node a, not b"]
+    assert "j" not in agent.log.finished
+
+
+async def test_the_node_a_pod_moves_from_may_say_it_let_go_or_that_it_ended(tmp_path):
+    agent, bus = await agent_with_a_pod_moving_here(tmp_path)
+    await agent.handle([delivery(7, ev.PodEvicted(job="j", pod=1, node="b"))], live=True)
+    assert letters(bus) == [] and agent.log.held_by(("j", 1)) == "a"
+    agent, bus = await agent_with_a_pod_moving_here(tmp_path)
+    await agent.handle([delivery(7, ev.PodCompleted(job="j", pod=1, node="b"))], live=True)
+    assert letters(bus) == [] and agent.log.placements[("j", 1)].phase == "gone"

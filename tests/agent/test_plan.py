@@ -164,3 +164,22 @@ def test_an_eviction_of_a_pod_that_finished_is_not_answered():
         ev.EvictionRequested(job="train", pod=0, node=NODE, action="reclaim"),
     )
     assert act(log, {}) == []
+
+
+def test_a_pod_moving_here_starts_only_once_the_node_it_leaves_has_let_it_go():
+    log = log_of(
+        command_job(), bind(node="node-b"), ev.PodBound(job="train", pod=0, node="node-b"),
+        ev.EvictionRequested(job="train", pod=0, node="node-b"), bind(gpus=(1,), pipelined=True),
+    )  # fmt: skip
+    assert act(log, {}) == []
+    log.apply(ev.PodEvicted(job="train", pod=0, node="node-b"), 6)
+    assert [type(a) for a in act(log, {})] == [Start]
+
+
+def test_a_pod_that_ended_on_the_node_it_was_moving_from_never_starts_here():
+    log = log_of(
+        command_job(), bind(node="node-b"), ev.PodBound(job="train", pod=0, node="node-b"),
+        ev.EvictionRequested(job="train", pod=0, node="node-b"), bind(gpus=(1,), pipelined=True),
+        ev.PodCompleted(job="train", pod=0, node="node-b"),
+    )  # fmt: skip
+    assert act(log, {}) == []

@@ -8,6 +8,8 @@ from muster.events import (
     BindFailed,
     BindRequested,
     EvictionRequested,
+    NodeRegistered,
+    NodeSpec,
     PodBound,
     PodCompleted,
     PodEvicted,
@@ -21,11 +23,14 @@ from muster.store.sink import PostgresSink
 
 pytestmark = pytest.mark.postgres
 
+# The node every history binds on: the projector refuses a bind on a node never registered.
+NODE = NodeRegistered(node=NodeSpec(name="n", resources=Resources(gpu=8)))
+
 
 def history() -> list[Delivery]:
     group = PodGroupCreated(name="train", queue="q", pods=[PodSpec(count=2, resources=Resources(gpu=1))])
     return [
-        Delivery("muster.podgroups", 1, [group]),
+        Delivery("muster.podgroups", 1, [NODE, group]),
         Delivery(
             "muster.decisions.default",
             2,
@@ -49,7 +54,7 @@ async def test_a_batch_is_projected_with_the_job_status_derived_from_its_pods(pg
     await PostgresSink(pg_pool).apply(history())
     async with pg_pool.acquire() as conn:
         assert await conn.fetchval("SELECT status FROM jobs WHERE name = 'train'") == "running"
-        assert await conn.fetchval("SELECT count(*) FROM events") == 5
+        assert await conn.fetchval("SELECT count(*) FROM events") == 6
 
 
 async def test_redelivered_messages_change_nothing(pg_pool):
@@ -98,7 +103,7 @@ async def test_jobs_changed_in_one_batch_each_get_the_status_their_own_pods_give
     names = ("runs", "evicted", "done", "never")
     await PostgresSink(pg_pool).apply(
         [
-            Delivery("muster.podgroups", 1, [group(n) for n in names]),
+            Delivery("muster.podgroups", 1, [NODE, *(group(n) for n in names)]),
             Delivery(
                 "muster.pods.default",
                 2,
@@ -215,7 +220,7 @@ async def test_a_pod_that_fails_before_it_ever_ran_fails_its_job(pg_pool):
     group = PodGroupCreated(name="train", queue="q", pods=[PodSpec(resources=Resources(gpu=1))])
     await PostgresSink(pg_pool).apply(
         [
-            Delivery("muster.podgroups", 1, [group]),
+            Delivery("muster.podgroups", 1, [NODE, group]),
             Delivery("muster.decisions.default", 2, [BindRequested(job="train", pod=0, node="n", gpus=[0])]),
             Delivery(
                 "muster.pods.default", 3, [PodFailed(job="train", pod=0, node="n", reason="no command")]

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 from muster.bus import Delivery
-from muster.events import BindRequested, PodBound, PodFailed, PodGroupCreated, PodSpec, Resources
+from muster.events import (
+    BindRequested,
+    NodeRegistered,
+    NodeSpec,
+    PodBound,
+    PodFailed,
+    PodGroupCreated,
+    PodSpec,
+    Resources,
+)
 from muster.store.queries import failure_text, status
 from muster.store.sink import PostgresSink
 
@@ -17,6 +26,7 @@ def job(name: str, pods: int) -> PodGroupCreated:
 
 def started(name: str, pods: int) -> list:
     return [
+        NodeRegistered(node=NodeSpec(name="n", resources=Resources(gpu=8))),
         *(BindRequested(job=name, pod=i, node="n", gpus=[i]) for i in range(pods)),
         *(PodBound(job=name, pod=i, node="n", gpus=[i]) for i in range(pods)),
     ]

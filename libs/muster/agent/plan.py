@@ -66,6 +66,8 @@ class Placement:
 
 # What ends the wait for an eviction answer: the answer itself, the pod's end, or a new placement.
 _ANSWERS = (ev.PodEvicted, ev.PodCompleted, ev.PodFailed, ev.BindFailed, ev.BindRequested)
+# A node's word that it no longer holds a pod.
+_ENDS = (ev.PodEvicted, ev.PodCompleted, ev.PodFailed, ev.BindFailed)
 
 
 @dataclass
@@ -85,6 +87,9 @@ class NodeLog:
     unanswered: dict[PodKey, tuple[ev.EvictionRequested, int]] = field(default_factory=dict)
     """Evictions of pods this node does not run (their bind failed; the allocator decided before it
     read that): answered with PodEvicted all the same, so nothing waits on them as releasing."""
+    leaving: dict[PodKey, str] = field(default_factory=dict)
+    """Pods another node was asked to evict and has not answered for yet, with that node: it holds the
+    pod until then, so a move's pipelined bind here waits for it, and only it may say the pod ended."""
 
     def apply(self, event: ev.Event, seq: int) -> None:
         """Fold one event in; events about other nodes change nothing here, but which pods finished."""
@@ -94,6 +99,8 @@ class NodeLog:
             self.finished.setdefault(event.job, set()).add(event.pod)
         if self.unanswered and isinstance(event, _ANSWERS):
             self.unanswered.pop((event.job, event.pod), None)
+        if self.leaving and isinstance(event, _ENDS):
+            self._left(event)
         match event:
             case ev.PodGroupCreated():
                 if event.name not in self.jobs:
@@ -101,6 +108,8 @@ class NodeLog:
                 self.jobs.setdefault(event.name, event)
             case ev.PodGroupDeleted(name=name):
                 self.jobs.pop(name, None)
+                for key in [key for key in self.leaving if key[0] == name]:
+                    del self.leaving[key]
                 for key, placement in self.placements.items():
                     if key[0] == name and placement.phase != "gone":
                         placement.deleted = True
@@ -127,6 +136,8 @@ class NodeLog:
                     event.job, ()
                 ):
                     self.unanswered[key] = (event, seq)
+            case ev.EvictionRequested(node=node):
+                self.leaving[(event.job, event.pod)] = node
             case (
                 ev.PodCompleted(node=node)
                 | ev.PodFailed(node=node)
@@ -140,6 +151,24 @@ class NodeLog:
                 self.lost += 1
             case _:
                 pass
+
+    def _left(self, event: ev.PodEvicted | ev.PodCompleted | ev.PodFailed | ev.BindFailed) -> None:
+        key = (event.job, event.pod)
+        if self.leaving.get(key) != event.node:
+            return
+        del self.leaving[key]
+        placement = self.placements.get(key)
+        if placement is not None and placement.phase == "binding" and not isinstance(event, ev.PodEvicted):
+            placement.phase = "gone"  # it ended on the node it was moving from: there is nothing to move
+
+    def held_by(self, key: PodKey) -> str | None:
+        """The node that holds pod ``key`` as far as this node's log can tell: this node for a pod bound
+        or being bound here (unless the node it moves from still holds it), the node asked to evict it
+        until that node answers; None if the log here cannot say."""
+        placement = self.placements.get(key)
+        if placement is not None and placement.phase in ("binding", "bound"):
+            return self.node if placement.phase == "bound" else self.leaving.get(key, self.node)
+        return self.leaving.get(key)
 
     def run_of(self, key: PodKey) -> PodRun | None:
         """The pod's command and gang position, if its job is known."""
@@ -249,6 +278,8 @@ def decide(log: NodeLog, local: dict[PodKey, Local], *, clock: float, default_gr
         if proc is None:
             if phase == "binding" and placement.deleted:
                 continue  # never started, and nobody waits for it any more
+            if phase == "binding" and key in log.leaving:
+                continue  # moving here: the node it leaves holds it until it says it let go
             if phase == "binding":
                 run = log.run_of(key)
                 if run is None:

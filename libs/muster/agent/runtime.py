@@ -131,13 +131,15 @@ class Agent:
         return None if found is None else sum(spec.count for spec in found.pods)
 
     def placed_on(self, job: str, pod: int, node: str) -> str | None:
-        """This node, for a pod bound here; asked of this node, ``NOWHERE`` for a pod with no placement
-        here; else None: a pod still being bound here may run elsewhere until its move's eviction (a
-        pipelined bind), and where other nodes' pods are is not this agent's to know."""
-        placement = self.log.placements.get((job, pod))
-        if placement is None or placement.phase == "gone":
-            return NOWHERE if node == self.node else None
-        return self.node if placement.phase == "bound" else None
+        """The node that holds the pod as this node's log tells (``NodeLog.held_by``); asked of this node,
+        ``NOWHERE`` for a pod with no placement here; else None: where other nodes' pods are is not this
+        agent's to know, nor whether a pod releasing here has moved on."""
+        key = (job, pod)
+        held = self.log.held_by(key)
+        if held is not None or node != self.node:
+            return held
+        placement = self.log.placements.get(key)
+        return NOWHERE if placement is None or placement.phase == "gone" else None
 
     def devices_of(self, node: str) -> int | None:
         return int(self.config.node.resources.gpu) if node == self.node else UNCHECKED

@@ -2,8 +2,9 @@
 
 What an agent folds from the log is its ``NodeLog`` (the placements on its
 node and their phases, the jobs they belong to, the fence, which pods
-finished), and, for the gangs it starts, where each job's pod 0 was bound
-and every node's address. All of it is decided by the log, and written
+finished, which other nodes still hold pods they were asked to evict),
+and, for the gangs it starts, where each job's pod 0 was bound and every
+node's address. All of it is decided by the log, and written
 canonically (sets sorted, dicts in the order the log inserted their keys):
 two agents of one node folding one log write the same bytes, whose sha256
 is the digest.
@@ -22,7 +23,7 @@ from muster.agent.plan import NodeLog, Phase, Placement
 from muster.fencing import EpochFence
 from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
-FORMAT = 1
+FORMAT = 2
 
 NOT_IMAGED = {
     "config": "configuration",
@@ -59,6 +60,7 @@ class NodeLogImage(msgspec.Struct, kw_only=True):
     last_refused: ev.LeaderElected | None
     finished: dict[str, list[int]]
     unanswered: list[tuple[ev.EvictionRequested, int]]
+    leaving: list[tuple[str, int, str]]
 
 
 class AgentImage(msgspec.Struct, kw_only=True):
@@ -83,6 +85,7 @@ def node_log_image(log: NodeLog) -> NodeLogImage:
         last_refused=log.fence.last_refused,
         finished={job: sorted(pods) for job, pods in log.finished.items()},
         unanswered=list(log.unanswered.values()),
+        leaving=[(job, pod, node) for (job, pod), node in log.leaving.items()],
     )
 
 
@@ -102,6 +105,7 @@ def node_log_of(image: NodeLogImage) -> NodeLog:
         fence=fence,
         finished={job: set(pods) for job, pods in image.finished.items()},
         unanswered={(e.job, e.pod): (e, seq) for e, seq in image.unanswered},
+        leaving={(job, pod): node for job, pod, node in image.leaving},
     )
 
 

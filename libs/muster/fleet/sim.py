@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 from muster import events as ev
 from muster import runtimes
-from muster.fact_admission import FACT_TYPES, UNCHECKED, refusal
+from muster.fact_admission import FACT_TYPES, NOWHERE, UNCHECKED, refusal
 from muster.kernels import share as share_rule
 from muster.kernels.share import FRACTION, MEMORY, UNKNOWN_SHARE, pod_kind
 from muster.runtimes import is_agent_node
@@ -162,6 +162,9 @@ class SimFleet:
         # Pods that completed or failed, by job: they are done and never bound again (a move's pipelined
         # bind can still arrive for a pod that finished before its eviction did).
         self._finished: dict[str, set[int]] = {}
+        # Pods whose completion the fleet confirmed and has not read back yet, with the node they ran on:
+        # released already, they still ran there as far as the log goes.
+        self._completing: dict[PodKey, str] = {}
         # The event types the fleet reads, each with its handler. `apply` finds the handler with one
         # lookup by exact type (trying isinstance case by case costs more than the handling itself);
         # other types, subclasses included, are resolved once from this list and remembered.
@@ -203,10 +206,18 @@ class SimFleet:
         return None if found is None else len(found.pods)
 
     def placed_on(self, job: str, pod: int, node: str) -> str | None:
-        # Not told: the live binder's state runs ahead of the log on its own confirmations (a pod it
-        # evicted and bound elsewhere in one step), so it cannot say where the log has the pod. A word
-        # from another node than the one the fleet runs the pod on is ignored instead (``_on_pod_evicted``).
-        return None
+        # Said of the fact's node only, and only of a node the fleet runs: whether the pod runs there
+        # (NOWHERE if not: a word that it ended there is refused). Where else it runs is not said: the
+        # live binder's state runs ahead of the log on its own confirmations (a pod it evicted and bound
+        # elsewhere in one step), so another node's eviction or failed bind may still be the log's truth;
+        # ``_on_pod_evicted`` ignores such a word instead.
+        key = (job, pod)
+        running = self._bound.get(key)
+        if running is not None and running.node == node:
+            return node
+        if node not in self._nodes:
+            return None
+        return node if self._completing.get(key) == node else NOWHERE
 
     def devices_of(self, node: str) -> int | None:
         found = self._nodes.get(node)
@@ -289,6 +300,8 @@ class SimFleet:
         the pod on (before it moved there, or another node's agent), or than the one its eviction asks
         of, changes nothing."""
         key = (event.job, event.pod)
+        if self._completing and self._completing.get(key) == event.node:
+            del self._completing[key]  # the fleet's own completion, read back
         running = self._bound.get(key)
         if running is not None and running.node != event.node:
             return False
@@ -331,6 +344,7 @@ class SimFleet:
             if pod is None or pod.started != started:
                 continue  # evicted or re-bound since: this completion is void
             self._release(key)
+            self._completing[key] = pod.node
             out.append(
                 ev.PodCompleted(job=key[0], pod=key[1], node=pod.node, pool=self._pool(pod.node), at=clock)
             )

@@ -207,12 +207,17 @@ def _reason_ops(reasons: dict[str, str]) -> list[Op]:
 
 
 def convert(
-    seq: int, subject: str, events: list[Event], parts: list[bytes] | None = None
+    seq: int,
+    subject: str,
+    events: list[Event],
+    parts: list[bytes] | None = None,
+    refused: frozenset[int] = frozenset(),
 ) -> tuple[list[Op | PodChange], set[str]]:
     """Operations for one message, and the jobs whose status must be re-derived.
 
     ``parts``: each event's JSON as it travelled (``envelope_parts``); the log keeps it verbatim.
-    Without it, each event is encoded again.
+    Without it, each event is encoded again. ``refused``: the indexes of facts the projector's state
+    refutes (``muster.store.facts``): kept in ``events``, projected nowhere else.
     """
     ops: list[Op | PodChange] = []
     touched: set[str] = set()
@@ -221,6 +226,8 @@ def convert(
     for idx, event in enumerate(events):
         payload = parts[idx].decode()
         ops.append(Op(INSERT_EVENT, (seq, idx, subject, event_type(event), payload)))
+        if refused and idx in refused:
+            continue
         match event:
             # What every pod brings comes first: a match tries its cases in order.
             case PodGroupCreated() as group:

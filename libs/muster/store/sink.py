@@ -24,6 +24,7 @@ from muster.store.convert import (
     PodChange,
     convert,
 )
+from muster.store.facts import ProjectedFacts
 
 # Appended rows addressed by stream position: COPY straight into the table.
 _APPEND = {
@@ -98,6 +99,11 @@ _MERGE_CHANGES = (
     " exit_code = s.exit_code, failure_reason = s.failure_reason"
     " FROM stage_pod_changes s WHERE p.job = s.job AND p.idx = s.idx"
     f" AND p.status NOT IN ({', '.join(repr(status) for status in c.FINISHED_POD_STATUSES)})"
+)
+
+_UNFINISHED_PODS = (
+    "SELECT p.job, j.pods_total, p.idx, p.status, p.node FROM pods p JOIN jobs j ON j.name = p.job"
+    " WHERE j.status <> 'deleted' AND p.status <> ALL($1::text[])"
 )
 
 
@@ -176,6 +182,7 @@ class PostgresSink:
     def __init__(self, pool: asyncpg.Pool, consumer: str = "projector"):
         self.pool = pool
         self.consumer = consumer
+        self._facts: ProjectedFacts | None = None
 
     async def checkpoint(self) -> int:
         """The last stream sequence projected (0 before the first)."""
@@ -185,9 +192,23 @@ class PostgresSink:
                 or 0
             )
 
+    async def facts(self) -> ProjectedFacts:
+        """Where the projection has each unfinished pod, each node's GPUs and each pool's epoch, read at
+        one moment with the checkpoint they are the state of (``ProjectedFacts.seq``)."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            seq = await conn.fetchval("SELECT stream_seq FROM checkpoints WHERE consumer = $1", self.consumer)
+            pods = await conn.fetch(_UNFINISHED_PODS, list(c.FINISHED_POD_STATUSES))
+            nodes = await conn.fetch("SELECT name, gpus FROM nodes")
+            epochs = await conn.fetch("SELECT pool, max(epoch) FROM cycles GROUP BY pool")
+        return ProjectedFacts.load(seq or 0, map(tuple, pods), map(tuple, nodes), map(tuple, epochs))
+
     async def apply(self, deliveries: list[Delivery]) -> int:
-        """Project the deliveries not yet applied; returns how many were new."""
-        return await self.commit(Prepared(after=-1, deliveries=deliveries))
+        """Project the deliveries not yet applied, each fact checked as the projector checks it (this
+        sink the only writer meanwhile); returns how many were new."""
+        if self._facts is None:
+            self._facts = await self.facts()
+        refused, _ = self._facts.admit_all(deliveries)
+        return await self.commit(Prepared(after=-1, deliveries=deliveries, refused=refused))
 
     async def commit(self, batch: Prepared) -> int:
         """Write a batch in one transaction with the checkpoint; returns how many messages were new.
@@ -205,7 +226,7 @@ class PostgresSink:
                 "SELECT stream_seq FROM checkpoints WHERE consumer = $1 FOR UPDATE", self.consumer
             )
             if batch.after != done:
-                batch = prepare(batch.deliveries, done)
+                batch = prepare(batch.deliveries, done, batch.refused)
             if batch.count == 0:
                 return 0
             # A job with a pod the batch leaves bound (or releasing) is running, whatever its other pods
@@ -233,20 +254,38 @@ class Prepared:
     last: int = 0
     count: int = 0
     """Messages past ``after``; 0: nothing to write."""
+    refused: dict[int, frozenset[int]] = field(default_factory=dict)
+    """Stream sequence -> the indexes of the facts in its message the projector refused."""
 
 
-def prepare(deliveries: list[Delivery], after: int) -> Prepared:
-    """Convert and plan the deliveries past stream position ``after`` (pure: no database)."""
+def prepare(
+    deliveries: list[Delivery], after: int, refused: dict[int, frozenset[int]] | None = None
+) -> Prepared:
+    """Convert and plan the deliveries past stream position ``after`` (pure: no database), leaving out
+    what ``refused`` names (stream sequence -> indexes of refused facts) but its ``events`` rows."""
+    refused = refused or {}
     ops: list[Op | PodChange] = []
     touched: set[str] = set()
     last, count = after, 0
     for d in sorted(deliveries, key=lambda d: d.seq):
         if d.seq <= after:
             continue  # redelivered: already in the projection
-        more, jobs = convert(d.seq, d.subject, d.events, envelope_parts(d.data) if d.data else None)
+        more, jobs = convert(
+            d.seq,
+            d.subject,
+            d.events,
+            envelope_parts(d.data) if d.data else None,
+            refused.get(d.seq, frozenset()),
+        )
         ops.extend(more)
         touched |= jobs
         last, count = d.seq, count + 1
     return Prepared(
-        after=after, deliveries=deliveries, plan=plan(ops), touched=touched, last=last, count=count
+        after=after,
+        deliveries=deliveries,
+        plan=plan(ops),
+        touched=touched,
+        last=last,
+        count=count,
+        refused=refused,
     )

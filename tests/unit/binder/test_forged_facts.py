@@ -9,6 +9,7 @@ from muster.events import decode_envelope
 from muster.fleet.sim import SimFleet
 from muster.subjects import Subjects
 
+from services.binder import snapshot as codec
 from services.binder.handlers import BinderHandlers
 
 S = Subjects("t")
@@ -52,3 +53,40 @@ async def test_another_nodes_word_that_a_running_pod_ended_leaves_it_running():
     await handlers.handle([delivery(2, ev.PodBound(job="a", pod=0, node="n", gpus=[0], at=1.0))], live=False)
     await handlers.handle([delivery(3, ev.PodCompleted(job="a", pod=0, node="other"))], live=False)
     assert [(p.job, p.pod, p.node) for p in handlers.fleet.bound()] == [("a", 0, "n")]
+
+
+async def test_a_registered_nodes_word_that_a_pod_it_never_ran_ended_is_lettered_and_the_pod_still_binds():
+    handlers, bus = await binder()
+    await handlers.handle([delivery(2, ev.PodCompleted(job="a", pod=1, node="n"))], live=True)
+    assert [e.error for e in letters(bus)] == ["pod a/1 is not running on node n"]
+    await handlers.handle(
+        [delivery(3, ev.BindRequested(job="a", pod=1, node="n", gpus=[1], epoch=0))], live=True
+    )
+    assert [(p.job, p.pod, p.node) for p in handlers.fleet.bound()] == [("a", 1, "n")]
+
+
+async def test_a_registered_nodes_word_that_a_pod_running_on_another_ended_is_lettered():
+    handlers, bus = await binder()
+    other = ev.NodeSpec(name="m", resources=NODE.resources)
+    await handlers.handle(
+        [delivery(2, ev.NodeRegistered(node=other), ev.PodBound(job="a", pod=0, node="n", gpus=[0], at=1.0))],
+        live=False,
+    )
+    await handlers.handle([delivery(3, ev.PodFailed(job="a", pod=0, node="m"))], live=True)
+    assert [e.error for e in letters(bus)] == ["pod a/0 is not running on node m"]
+    assert [(p.job, p.pod, p.node) for p in handlers.fleet.bound()] == [("a", 0, "n")]
+
+
+async def test_the_fleets_own_completion_read_back_after_a_restore_is_taken():
+    bus = MemoryBus(S)
+    handlers = BinderHandlers(bus, S, SimFleet(), clock=lambda: 100.0)
+    timed = ev.PodGroupCreated(
+        name="a", queue="q", pods=[ev.PodSpec(count=1, resources=ev.Resources(gpu=1))], duration=5.0
+    )
+    bound = ev.PodBound(job="a", pod=0, node="n", gpus=[0], at=1.0)
+    await handlers.handle([delivery(1, ev.NodeRegistered(node=NODE), timed), delivery(2, bound)], live=False)
+    [completed] = handlers.fleet.step(100.0)
+    restored = BinderHandlers(bus, S, SimFleet(), clock=lambda: 100.0)
+    codec.restore_image(restored, codec.image_of(handlers).data)
+    await restored.handle([delivery(3, completed)], live=True)
+    assert letters(bus) == [] and restored.fleet._finished == {"a": {0}}

@@ -47,9 +47,7 @@ def test_another_nodes_word_about_a_placed_pod_is_refused():
 
 
 def test_a_pod_waiting_to_be_placed_cannot_end_but_may_be_bound_or_evicted():
-    assert refusal(Facts(), ev.PodFailed(job="j", pod=1, node="b")) == (
-        "pod j/1 is not running on node b: it waits to be placed"
-    )
+    assert refusal(Facts(), ev.PodFailed(job="j", pod=1, node="b")) == ("pod j/1 is not running on node b")
     assert refusal(Facts(), ev.PodEvicted(job="j", pod=1, node="b")) is None
     assert refusal(Facts(), bound(pod=1, node="b")) is None
 

@@ -36,9 +36,9 @@ class Recorder:
 async def test_the_next_batch_is_prepared_while_the_previous_one_commits(monkeypatch):
     prepared: list[int] = []
 
-    def spy(deliveries, after):
+    def spy(deliveries, after, refused=None):
         prepared.append(max(d.seq for d in deliveries))
-        return sink.prepare(deliveries, after)
+        return sink.prepare(deliveries, after, refused)
 
     monkeypatch.setattr(pipeline_module, "prepare", spy)
     rec = Recorder()
