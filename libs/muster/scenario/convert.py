@@ -454,4 +454,6 @@ def allocator_config(scenario: m.Scenario) -> AllocatorConfig:
         stale_gang_grace=cfg.stale_gang_grace,
         fairness=fairness,
         reclaim_min_runtime_resolution=cfg.reclaim_min_runtime_resolution,
+        default_preempt_min_runtime=cfg.default_preempt_min_runtime,
+        default_reclaim_min_runtime=cfg.default_reclaim_min_runtime,
     )

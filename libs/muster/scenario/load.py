@@ -20,6 +20,7 @@ from muster.bounds import MAX_NESTING
 from muster.scenario import convert as cv
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
+from muster.scheduler.config import DEFAULT_MIN_RUNTIMES, seconds_error
 from muster.tolerances import EPS
 from muster.topologies import TopologyDef
 from muster.usage_window import window_error
@@ -124,6 +125,10 @@ def _check_config(cfg: m.Config) -> None:
             "config.reclaimer_utilization_multiplier",
             f"must be >= 1.0, got {cfg.reclaimer_utilization_multiplier}",
         )
+    for field in DEFAULT_MIN_RUNTIMES:
+        wrong = seconds_error(getattr(cfg, field))
+        if wrong is not None:
+            raise ScenarioError(f"config.{field}", wrong)
     seen: set[str] = set()
     for i, action in enumerate(cfg.actions):
         if action in seen:

@@ -55,6 +55,9 @@ class Config(_Strict):
     fairness: FairnessConfig | None = None
     reclaim_min_runtime_resolution: Literal["lca", "queue"] = "lca"
     """KAI's reclaimResolveMethod: which queue values protect a job from a reclaim (kai-semantics §9)."""
+    default_preempt_min_runtime: float = 0.0
+    default_reclaim_min_runtime: float = 0.0
+    """KAI's defaultPreemptMinRuntime / defaultReclaimMinRuntime: seconds where no queue sets a value."""
     skip_idle: bool = False
     """Simulation only: jump over the cycles that would decide nothing (``muster.simulate``); the same
     decisions at the same clocks as stepping every ``time_step``."""

@@ -7,6 +7,7 @@ cycle; every error names the field it is about.
 from __future__ import annotations
 
 import hashlib
+import math
 
 import msgspec
 
@@ -20,6 +21,16 @@ GPU_PLACEMENTS = PLACEMENTS + GPU_POLICIES
 KNOWN_ACTIONS = ("allocate", "consolidate", "reclaim", "preempt", "stale_gang_eviction")
 MIN_RUNTIME_RESOLUTIONS = ("lca", "queue")
 """KAI's ``reclaimResolveMethod`` of the minruntime plugin (kai-semantics §9)."""
+
+
+DEFAULT_MIN_RUNTIMES = ("default_preempt_min_runtime", "default_reclaim_min_runtime")
+
+
+def seconds_error(value: float) -> str | None:
+    """Why ``value`` is no length of time in seconds (None when it is one): negative or not finite."""
+    if math.isfinite(value) and value >= 0:
+        return None
+    return f"must be a finite number of seconds >= 0, got {value}"
 
 
 class FairnessConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -69,6 +80,10 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     reclaim_min_runtime_resolution: str = "lca"
     """Whose queue values protect a job from reclaim: ``lca`` from the child of the reclaimer's and the
     victim's lowest common ancestor up, ``queue`` from the victim's leaf up (``actions.victims``)."""
+    default_preempt_min_runtime: float = 0.0
+    default_reclaim_min_runtime: float = 0.0
+    """Seconds of min-runtime where no queue on the resolution path sets one (KAI's minruntime plugin
+    arguments ``defaultPreemptMinRuntime``, ``defaultReclaimMinRuntime``); a job's own value still wins."""
     forget_finished: bool = False
     """Drop a job from the allocator's state once every pod of it finished, keeping only its name (so it
     is never created again): the state then follows what runs and waits, not the whole history. The
@@ -87,12 +102,20 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
                 f"reclaim_min_runtime_resolution: must be one of {', '.join(MIN_RUNTIME_RESOLUTIONS)}, "
                 f"got {self.reclaim_min_runtime_resolution!r}"
             )
+        for field in DEFAULT_MIN_RUNTIMES:
+            wrong = seconds_error(getattr(self, field))
+            if wrong is not None:
+                raise ValueError(f"{field}: {wrong}")
         if len(set(self.actions)) != len(self.actions):
             raise ValueError("actions: an action is listed twice")
         if not self.reclaimer_utilization_multiplier >= 1.0:
             raise ValueError(
                 f"reclaimer_utilization_multiplier: must be >= 1.0, got {self.reclaimer_utilization_multiplier}"
             )
+
+    def default_min_runtime(self, kind: str) -> float:
+        """Seconds a running job is protected from ``kind`` (preempt | reclaim) when no queue says."""
+        return self.default_reclaim_min_runtime if kind == "reclaim" else self.default_preempt_min_runtime
 
     def digest(self) -> str:
         """A stable hash of every setting, recorded in CycleCompleted. Settings added later count only
@@ -108,5 +131,10 @@ class AllocatorConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
         return hashlib.sha256(msgspec.json.encode(data)).hexdigest()[:16]
 
 
-_ADDED_LATER = {"forget_finished": False, "reclaim_min_runtime_resolution": "lca"}
+_ADDED_LATER = {
+    "forget_finished": False,
+    "reclaim_min_runtime_resolution": "lca",
+    "default_preempt_min_runtime": 0.0,
+    "default_reclaim_min_runtime": 0.0,
+}
 _FAIRNESS_ADDED_LATER = {"window_type": "sliding", "tumbling_window_start": None, "cron_string": None}

@@ -17,7 +17,7 @@ from muster.tolerances import EPS
 
 from .actions import actions_for
 from .actions.stale import stale_grace
-from .actions.victims import min_runtime
+from .actions.victims import min_runtime, min_runtime_in_force
 from .config import AllocatorConfig
 from .preemption_delay import RE_ARMING_ACTIONS, delay_end
 from .queue_accounting import RESOURCES, QueueTable
@@ -230,21 +230,21 @@ class Allocator:
                 end = delay_end(ledger.jobs[name], clock)
                 if end is not None and clock < end:
                     yield end
-        if state.min_runtime_used and ledger.pending_jobs and names & {"reclaim", "preempt"}:
+        config = self.config
+        if min_runtime_in_force(state, config) and ledger.pending_jobs and names & {"reclaim", "preempt"}:
             table = self._queue_table()
             # resolved at the lowest common ancestor, reclaim's protection depends on who reclaims: each
             # queue with a pending job meets its own (by queue, the victim's leaf decides for all)
-            lca = self.config.reclaim_min_runtime_resolution == "lca"
             reclaimers: list[int | None] = [None]
-            if lca:
+            if config.reclaim_min_runtime_resolution == "lca":
                 reclaimers = sorted({table.index[q] for q in self._pending_queues() if q in table.index})
             for name in sorted(ledger.running_jobs):
                 job = ledger.jobs[name]
                 if not job.n_running or not job.preemptible or job.last_start is None:
                     continue
-                ends = [job.last_start + min_runtime(state, table, job, "preempt")]
+                ends = [job.last_start + min_runtime(state, table, job, "preempt", config)]
                 ends += [
-                    job.last_start + min_runtime(state, table, job, "reclaim", r, lca) for r in reclaimers
+                    job.last_start + min_runtime(state, table, job, "reclaim", config, r) for r in reclaimers
                 ]
                 for end in ends:
                     if clock < end:

@@ -65,6 +65,14 @@ def test_min_runtime_blocks_reclaim_and_keeps_the_run_waiting_for_time():
     assert len(evictions(a.cycle(5.0, cycle=2))) == 2
 
 
+def test_a_default_reclaim_min_runtime_alone_blocks_reclaim_until_it_runs_out():
+    # no job or queue sets a min-runtime: only the allocator's default protects team-a's jobs
+    a = allocator(*borrowed_cluster(), config=AllocatorConfig(default_reclaim_min_runtime=5.0))
+    assert evictions(a.cycle(1.0, cycle=1)) == []
+    assert a.next_deadline(1.0) == 5.0
+    assert len(evictions(a.cycle(5.0, cycle=2))) == 2
+
+
 def test_a_moved_pod_holds_its_target_until_its_eviction_is_confirmed():
     job = gang_job("team-a", 1, name="t")
     a = allocator(gpu_nodes(2, gpus=1), queue("team-a", gpu_quota=2), job, running(job, "node-0"))

@@ -1,4 +1,5 @@
-"""Scenario files choose KAI's usage window type and reclaim min-runtime resolution; errors name the field."""
+"""Scenario files choose KAI's usage window type, reclaim min-runtime resolution and default min-runtimes;
+errors name the field."""
 
 from __future__ import annotations
 
@@ -55,3 +56,15 @@ def test_reclaim_min_runtime_is_resolved_at_the_lowest_common_ancestor_unless_th
     assert error_path(with_config(reclaim_min_runtime_resolution="nearest")) == (
         "config.reclaim_min_runtime_resolution"
     )
+
+
+def test_default_min_runtimes_reach_the_allocator_as_written():
+    s = parse_scenario(with_config(default_preempt_min_runtime=600, default_reclaim_min_runtime=30))
+    config = allocator_config(s)
+    assert (config.default_preempt_min_runtime, config.default_reclaim_min_runtime) == (600.0, 30.0)
+
+
+@pytest.mark.parametrize("field", ["default_preempt_min_runtime", "default_reclaim_min_runtime"])
+@pytest.mark.parametrize("value", [-1, float("nan"), float("inf")])
+def test_a_default_min_runtime_that_is_no_length_of_time_is_refused_naming_the_field(field, value):
+    assert error_path(with_config(**{field: value})) == f"config.{field}"

@@ -15,6 +15,7 @@ import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..config import AllocatorConfig
 from ..queue_accounting import QueueTable
 from ..session import Session
 from ..state import ClusterState, Job
@@ -99,22 +100,23 @@ def min_runtime(
     table: QueueTable,
     job: Job,
     kind: str,
+    config: AllocatorConfig,
     reclaimer: int | None = None,
-    lca: bool = True,
 ) -> float:
     """Seconds the job is protected from ``kind`` (preempt | reclaim), KAI's §9: the job's own value, else
-    the first value met walking up its queue path. Preempt, and reclaim resolved by ``queue``, walk from
-    the job's leaf. Reclaim resolved at the lowest common ancestor (``lca``, KAI's default) with the
-    reclaiming leaf queue ``reclaimer`` walks from the common ancestor's child on the job's side, so a
-    value set below that child guards the job from its siblings' reclaims, not from its cousins'; with
-    no common ancestor only the job's top-level queue counts."""
+    the first value met walking up its queue path, else the config's default for ``kind``. Preempt, and
+    reclaim resolved by ``queue``, walk from the job's leaf. Reclaim resolved at the lowest common
+    ancestor (``lca``, KAI's default) with the reclaiming leaf queue ``reclaimer`` walks from the common
+    ancestor's child on the job's side, so a value set below that child guards the job from its
+    siblings' reclaims, not from its cousins'; with no common ancestor only the job's top-level queue
+    counts."""
     if job.min_runtime is not None:
         return job.min_runtime
     leaf = table.index.get(job.queue)
     if leaf is None:
-        return 0.0
+        return config.default_min_runtime(kind)
     path = table.ancestors[leaf]
-    if kind == "reclaim" and lca and reclaimer is not None:
+    if kind == "reclaim" and reclaimer is not None and config.reclaim_min_runtime_resolution == "lca":
         path = path[_below_common_ancestor(table, leaf, reclaimer) :]
     for q in path:
         spec = state.queues.get(table.names[q])
@@ -122,7 +124,17 @@ def min_runtime(
         value = getattr(mr, kind) if mr is not None else None
         if value is not None:
             return value
-    return 0.0
+    return config.default_min_runtime(kind)
+
+
+def min_runtime_in_force(state: ClusterState, config: AllocatorConfig) -> bool:
+    """Whether any running job may be protected at all: some job or queue sets a min-runtime, or the
+    config gives one by default (else protection, and waiting for it to end, never apply)."""
+    return (
+        state.min_runtime_used
+        or config.default_preempt_min_runtime > 0
+        or config.default_reclaim_min_runtime > 0
+    )
 
 
 def _below_common_ancestor(table: QueueTable, leaf: int, other: int) -> int:
@@ -139,10 +151,9 @@ def _below_common_ancestor(table: QueueTable, leaf: int, other: int) -> int:
 def protected(s: Session, job: Job, kind: str, reclaimer: int | None = None) -> bool:
     """Whether the job is still inside its min-runtime for ``kind`` at the session's clock (for reclaim,
     against the reclaiming leaf queue ``reclaimer``)."""
-    if not s.state.min_runtime_used or job.last_start is None:
+    if job.last_start is None or not min_runtime_in_force(s.state, s.config):
         return False
-    lca = s.config.reclaim_min_runtime_resolution == "lca"
-    mr = min_runtime(s.state, s.table, job, kind, reclaimer, lca)
+    mr = min_runtime(s.state, s.table, job, kind, s.config, reclaimer)
     return mr > 0 and s.clock < job.last_start + mr
 
 
