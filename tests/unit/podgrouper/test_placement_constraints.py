@@ -119,7 +119,13 @@ def test_required_pod_affinity_terms_and_the_template_labels_reach_the_pods():
         "                  topologyKey: kubernetes.io/hostname\n"
     )
     pod = only(group_yaml(text)).pods[0]
-    assert pod.labels == {"app": "train", "tier": "gpu"}
+    assert pod.labels == {
+        "app": "train",
+        "tier": "gpu",
+        "training.kubeflow.org/job-name": "train",
+        "training.kubeflow.org/operator-name": "pytorchjob-controller",
+        "training.kubeflow.org/replica-type": "worker",
+    }
     in_cache = ev.LabelSelectorRequirement(key="app", operator="In", values=("cache",))
     assert pod.pod_affinity == [
         ev.PodAffinityTerm(
@@ -304,4 +310,8 @@ def test_tolerations_that_are_no_list_are_refused_even_when_empty(value):
 def test_an_empty_toleration_list_and_no_affinity_constrain_nothing():
     group = only(group_yaml(pytorch(tolerations="[]")))
     assert group.pods[0] == only(group_yaml(PYTORCH)).pods[0]
-    assert (group.pods[0].tolerations, group.pods[0].node_affinity, group.pods[0].pod_affinity) == ([], [], [])
+    assert (group.pods[0].tolerations, group.pods[0].node_affinity, group.pods[0].pod_affinity) == (
+        [],
+        [],
+        [],
+    )
