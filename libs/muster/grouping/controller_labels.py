@@ -9,8 +9,9 @@ differs per pod, or that muster cannot know (a uid, a hash), are in ``PER_POD_KE
 term selecting one is refused (``refuse_per_pod_selectors``): muster's per-role PodSpec cannot honour it.
 
 Values are templates over the fields a grouper passes: ``name`` (the controller's object), ``role``
-(the replica type or replicatedJob as the manifest spells it; a Ray node type), ``role_lower``, a Ray
-worker ``group``, and for a JobSet's Jobs ``index``, ``global_index``, ``replicas``, ``global_replicas``.
+(the replica type or replicatedJob as the manifest spells it; a Ray node type; a Spark role),
+``role_lower``, a Ray worker ``group``, a Knative ``revision``, and for a JobSet's Jobs ``index``,
+``global_index``, ``replicas``, ``global_replicas``.
 """
 
 from __future__ import annotations
@@ -116,6 +117,45 @@ CONTROLLERS: Mapping[str, Controller] = MappingProxyType(
         # kubernetes-sigs/lws api/leaderworkerset/v1 SetNameLabelKey on every pod; its group-index,
         # worker-index and group-key differ per group or pod (PER_POD_KEYS).
         "LeaderWorkerSet": Controller(MappingProxyType({"leaderworkerset.sigs.k8s.io/name": "{name}"})),
+        # kubeflow/kubeflow notebook-controller generateStatefulSet: the pod template's labels.
+        "Notebook": Controller(MappingProxyType({"statefulset": "{name}", "notebook-name": "{name}"})),
+        # knative/serving pkg/reconciler/revision/resources/meta.go makeLabels: the Revision's labels
+        # (service, configuration, revision) and app = the revision's name unless the template sets it.
+        "KnativeService": Controller(
+            MappingProxyType(
+                {
+                    "serving.knative.dev/service": "{name}",
+                    "serving.knative.dev/configuration": "{name}",
+                    "serving.knative.dev/revision": "{revision}",
+                    "app": "{revision}",
+                }
+            )
+        ),
+        # kubeflow/spark-operator (app-name, launched-by-spark-operator) and Spark's own spark-role.
+        "SparkApplication": Controller(
+            MappingProxyType(
+                {
+                    "sparkoperator.k8s.io/app-name": "{name}",
+                    "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+                    "spark-role": "{role}",
+                }
+            )
+        ),
+        # A ScheduledSparkApplication's runs get generated names: app-name is not known.
+        "ScheduledSparkApplication": Controller(
+            MappingProxyType(
+                {"sparkoperator.k8s.io/launched-by-spark-operator": "true", "spark-role": "{role}"}
+            )
+        ),
+        # argoproj/argo-workflows workflow/controller/workflowpod.go createWorkflowPod: the workflow's
+        # name and completed=false, under the template's and podMetadata's labels.
+        "Workflow": Controller(
+            MappingProxyType(
+                {"workflows.argoproj.io/workflow": "{name}", "workflows.argoproj.io/completed": "false"}
+            )
+        ),
+        # A CronWorkflow's runs get generated names.
+        "CronWorkflow": Controller(MappingProxyType({"workflows.argoproj.io/completed": "false"})),
     }
 )
 
@@ -135,6 +175,10 @@ PER_POD_KEYS = frozenset(
         "leaderworkerset.sigs.k8s.io/group-index",
         "leaderworkerset.sigs.k8s.io/group-key",
         "leaderworkerset.sigs.k8s.io/template-revision-hash",
+        "serving.knative.dev/revisionUID",
+        "sparkoperator.k8s.io/submission-id",
+        "spark-app-selector",
+        "spark-exec-id",
     }
 )
 """Label keys a controller gives each pod a value of its own (an index), or one muster cannot know (a

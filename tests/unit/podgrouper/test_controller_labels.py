@@ -140,6 +140,39 @@ ARRIVING = [
         {"ray.io/node-type": "worker", "ray.io/group": "small-group", "ray.io/is-ray-node": "yes"},
     ),
     (
+        "notebook/kubeflow__v1beta1_notebook.yaml",
+        "notebook-sample-v1beta1",
+        "notebook",
+        {"statefulset": "notebook-sample-v1beta1", "notebook-name": "notebook-sample-v1beta1"},
+    ),
+    (
+        "knative-service/knative-docs__helloworld-go-service.yaml",
+        "helloworld-go-00001",
+        "pod",
+        {
+            "serving.knative.dev/service": "helloworld-go",
+            "serving.knative.dev/configuration": "helloworld-go",
+            "serving.knative.dev/revision": "helloworld-go-00001",
+            "app": "helloworld-go-00001",
+        },
+    ),
+    (
+        "sparkapplication/spark-operator__spark-pi.yaml",
+        "spark-pi",
+        "executor",
+        {
+            "sparkoperator.k8s.io/app-name": "spark-pi",
+            "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+            "spark-role": "executor",
+        },
+    ),
+    (
+        "argo-workflow/argo-workflows__steps.yaml",
+        "steps-e9368-hello1",
+        "pod",
+        {"workflows.argoproj.io/workflow": "steps-e9368", "workflows.argoproj.io/completed": "false"},
+    ),
+    (
         "leaderworkerset/lws__lws.yaml",
         "leaderworkerset-sample-group-0",
         "worker",
@@ -159,16 +192,19 @@ def test_a_pod_carries_the_labels_its_controller_gives_it(manifest, group, role,
     assert {key: pod.labels.get(key) for key in labels} == labels
 
 
-def pod_templates(node: Any):
-    """Every pod template (``{metadata, spec: {containers}}``) inside a manifest."""
+def set_template_labels(node: Any, key: str, value: str) -> None:
+    """Set ``key`` among the labels of every pod template inside a manifest: a Kubernetes pod template
+    (``{metadata, spec: {containers}}``), an Argo template (``{metadata, container}``), a Spark role."""
     if isinstance(node, dict):
-        if isinstance(node.get("spec"), dict) and "containers" in node["spec"]:
-            yield node
-        for value in node.values():
-            yield from pod_templates(value)
+        if isinstance(node.get("spec"), dict) and "containers" in node["spec"] or "container" in node:
+            node.setdefault("metadata", {}).setdefault("labels", {})[key] = value
+        elif "cores" in node or "instances" in node:
+            node.setdefault("labels", {})[key] = value
+        for child in node.values():
+            set_template_labels(child, key, value)
     elif isinstance(node, list):
-        for value in node:
-            yield from pod_templates(value)
+        for child in node:
+            set_template_labels(child, key, value)
 
 
 # A TrainJob's pod template is its runtime's, not in the manifest: its JobSet's rule is the JobSet's.
@@ -180,8 +216,7 @@ def test_a_label_the_template_sets_wins_over_the_controllers(manifest, group, ro
     """One of the controller's keys set in the template keeps the template's value; the others arrive."""
     docs = manifest_docs(manifest)
     key = sorted(labels)[0]
-    for template in pod_templates(docs):
-        template.setdefault("metadata", {}).setdefault("labels", {})[key] = "the-templates-own"
+    set_template_labels(docs, key, "the-templates-own")
     pod = pod_of(docs, group, role)
     assert {k: pod.labels.get(k) for k in labels} == {**labels, key: "the-templates-own"}
 

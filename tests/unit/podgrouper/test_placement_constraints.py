@@ -294,12 +294,21 @@ spec:
 """
         )
     )
+    operator = {
+        "sparkoperator.k8s.io/app-name": "pi",
+        "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+    }
     assert {role: p.labels for role, p in pods_by_role(spark).items()} == {
-        "driver": {"role": "driver"},
-        "executor": {"role": "executor"},
+        "driver": {"role": "driver", "spark-role": "driver", **operator},
+        "executor": {"role": "executor", "spark-role": "executor", **operator},
     }
     argo = ARGO.replace("  entrypoint: main\n", "  entrypoint: main\n  podMetadata: {labels: {wf: x}}\n")
-    assert all(g.pods[0].labels == {"wf": "x"} for g in group_yaml(argo))
+    argo_labels = {
+        "wf": "x",
+        "workflows.argoproj.io/workflow": "wf",
+        "workflows.argoproj.io/completed": "false",
+    }
+    assert all(g.pods[0].labels == argo_labels for g in group_yaml(argo))
 
 
 @pytest.mark.parametrize("value", ["{}", "''", "0", "false"])
