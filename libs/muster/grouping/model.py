@@ -110,11 +110,19 @@ class PodTemplate:
 
 
 def pod_template(
-    template: Any, path: str, *, role: str, count: int, subgroup: str = "", spec_key: str | None = "spec"
+    template: Any,
+    path: str,
+    *,
+    role: str,
+    count: int,
+    subgroup: str = "",
+    spec_key: str | None = "spec",
+    controller_labels: dict[str, str] | None = None,
 ) -> PodTemplate:
     """Read a Kubernetes pod template (``{metadata, spec}``) at ``path``.
 
-    With ``spec_key=None`` the mapping at ``path`` is the pod spec itself.
+    With ``spec_key=None`` the mapping at ``path`` is the pod spec itself. The pods carry
+    ``controller_labels`` (``muster.grouping.controller_labels``) under the template's own labels.
     """
     template = as_map(template, path)
     if spec_key is None:
@@ -137,7 +145,7 @@ def pod_template(
             count=count,
             subgroup=subgroup,
             meta_path=meta_path,
-            labels=meta.labels,
+            labels={**controller_labels, **meta.labels} if controller_labels else meta.labels,
         ),
         labels=meta.labels,
         annotations=meta.annotations,

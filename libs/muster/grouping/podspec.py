@@ -16,6 +16,7 @@ from typing import Any
 
 from muster import mig, pod_constraints
 from muster.events import PodSpec, Resources, SecretEnv
+from muster.grouping.controller_labels import refuse_per_pod_selectors
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_list, get_map, get_str, join, string_map
 from muster.grouping.secret_env import pod_secret_env
@@ -217,9 +218,13 @@ def build_pod_spec(
 def placement_constraints(spec: dict[str, Any], path: str) -> pod_constraints.Constraints:
     """The ``tolerations``, required node ``affinity`` and required pod (anti-)affinity of a pod spec (or
     of a framework's pod part spelled like one) at ``path``; a bad or unhonoured one raises naming its
-    field."""
+    field, a pod (anti-)affinity term selecting a label a controller gives each pod its own value of
+    among them."""
     try:
-        return pod_constraints.from_pod_spec(spec)
+        constraints = pod_constraints.from_pod_spec(spec)
+        if constraints is not pod_constraints.NONE:
+            refuse_per_pod_selectors(spec.get("affinity"))
+        return constraints
     except pod_constraints.ConstraintError as exc:
         raise ManifestError(join(path, exc.path), exc.message) from None
 

@@ -119,7 +119,13 @@ def test_required_pod_affinity_terms_and_the_template_labels_reach_the_pods():
         "                  topologyKey: kubernetes.io/hostname\n"
     )
     pod = only(group_yaml(text)).pods[0]
-    assert pod.labels == {"app": "train", "tier": "gpu"}
+    assert pod.labels == {
+        "app": "train",
+        "tier": "gpu",
+        "training.kubeflow.org/job-name": "train",
+        "training.kubeflow.org/operator-name": "pytorchjob-controller",
+        "training.kubeflow.org/replica-type": "worker",
+    }
     in_cache = ev.LabelSelectorRequirement(key="app", operator="In", values=("cache",))
     assert pod.pod_affinity == [
         ev.PodAffinityTerm(
@@ -288,12 +294,21 @@ spec:
 """
         )
     )
+    operator = {
+        "sparkoperator.k8s.io/app-name": "pi",
+        "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+    }
     assert {role: p.labels for role, p in pods_by_role(spark).items()} == {
-        "driver": {"role": "driver"},
-        "executor": {"role": "executor"},
+        "driver": {"role": "driver", "spark-role": "driver", **operator},
+        "executor": {"role": "executor", "spark-role": "executor", **operator},
     }
     argo = ARGO.replace("  entrypoint: main\n", "  entrypoint: main\n  podMetadata: {labels: {wf: x}}\n")
-    assert all(g.pods[0].labels == {"wf": "x"} for g in group_yaml(argo))
+    argo_labels = {
+        "wf": "x",
+        "workflows.argoproj.io/workflow": "wf",
+        "workflows.argoproj.io/completed": "false",
+    }
+    assert all(g.pods[0].labels == argo_labels for g in group_yaml(argo))
 
 
 @pytest.mark.parametrize("value", ["{}", "''", "0", "false"])
@@ -304,4 +319,8 @@ def test_tolerations_that_are_no_list_are_refused_even_when_empty(value):
 def test_an_empty_toleration_list_and_no_affinity_constrain_nothing():
     group = only(group_yaml(pytorch(tolerations="[]")))
     assert group.pods[0] == only(group_yaml(PYTORCH)).pods[0]
-    assert (group.pods[0].tolerations, group.pods[0].node_affinity, group.pods[0].pod_affinity) == ([], [], [])
+    assert (group.pods[0].tolerations, group.pods[0].node_affinity, group.pods[0].pod_affinity) == (
+        [],
+        [],
+        [],
+    )

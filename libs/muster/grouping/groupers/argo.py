@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_bool, get_int, get_list, get_map, get_str, join, string_map
 from muster.grouping.limits import MAX_DEPTH, MAX_PODS
@@ -44,6 +45,8 @@ class _Walk:
     spath: str
     ctx: Context
     templates: dict[str, tuple[dict[str, Any], str]]
+    controller: dict[str, str]
+    """The labels Argo gives every pod of the workflow, under the pod's own."""
     drafts: list[Draft] = field(default_factory=list)
     names: dict[str, int] = field(default_factory=dict)
     steps: int = 0
@@ -176,7 +179,7 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
         constraints=(own if template.get("affinity") is not None else workflow)._replace(
             tolerations=own.tolerations if template.get("tolerations") else workflow.tolerations
         ),
-        labels=labels,
+        labels={**walk.controller, **labels},
         secret_env=secret_env([*init, *containers]),
         spec_path=tpath,
     )
@@ -254,7 +257,9 @@ def group_workflow(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> 
     return workflow_drafts(as_map(obj.get("spec"), spath), spath, meta, ctx)
 
 
-def workflow_drafts(spec: dict[str, Any], spath: str, meta: Meta, ctx: Context) -> list[Draft]:
+def workflow_drafts(
+    spec: dict[str, Any], spath: str, meta: Meta, ctx: Context, *, scheduled: bool = False
+) -> list[Draft]:
     """The groups of a workflow spec at ``spath`` (a Workflow's, or the one a CronWorkflow creates)."""
     templates = _template_index(get_list(spec, "templates", spath), join(spath, "templates"))
     entry = get_str(spec, "entrypoint", spath)
@@ -277,7 +282,9 @@ def workflow_drafts(spec: dict[str, Any], spath: str, meta: Meta, ctx: Context) 
         raise ManifestError(join(spath, "entrypoint"), "required field is missing")
     if entry not in templates:
         raise ManifestError(join(spath, "entrypoint"), f"no template named {entry!r}")
-    walk = _Walk(workflow=meta, spec=spec, spath=spath, ctx=ctx, templates=templates)
+    # A CronWorkflow's runs are named when they start: only a Workflow's own name is known.
+    controller = controller_labels.synthesised("CronWorkflow" if scheduled else "Workflow", name=meta.name)
+    walk = _Walk(workflow=meta, spec=spec, spath=spath, ctx=ctx, templates=templates, controller=controller)
     template, tpath = templates[entry]
     _expand(walk, template, tpath, "", ())
     return walk.drafts

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import get_count, join, require_map
 from muster.grouping.groupers.default import shared_group
@@ -23,8 +24,16 @@ POD_GROUP_ANNOTATION = "pod-group-name"
 BATCH_MIN_MEMBER = "kai.scheduler/batch-min-member"
 
 
-def _template(spec: dict[str, Any], spath: str, *, role: str, count: int = 1):
-    return pod_template(require_map(spec, "template", spath), join(spath, "template"), role=role, count=count)
+def _template(
+    spec: dict[str, Any], spath: str, *, role: str, count: int = 1, labels: dict[str, str] | None = None
+):
+    return pod_template(
+        require_map(spec, "template", spath),
+        join(spath, "template"),
+        role=role,
+        count=count,
+        controller_labels=labels,
+    )
 
 
 def pod_group_name(meta: Meta) -> str:
@@ -107,7 +116,9 @@ def group_job(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
             join(join(join(path, "metadata"), "annotations"), BATCH_MIN_MEMBER),
             f"asks for a gang of {minimum} pods but the Job runs {count} at once",
         )
-    template = _template(spec, spath, role="pod", count=count)
+    template = _template(
+        spec, spath, role="pod", count=count, labels=controller_labels.synthesised("Job", name=meta.name)
+    )
     return [
         Draft(name=meta.name, kind="Job", top=meta, owners=(meta,), pods=(template,), min_available=minimum)
     ]

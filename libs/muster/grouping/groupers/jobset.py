@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from muster.events import SubGroup
+from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.external_podgroup import SKIP_PODGROUPER, skips_podgrouper
 from muster.grouping.fields import as_map, get_count, get_int, get_list, get_map, get_str, join, require_map
@@ -142,11 +143,24 @@ def jobset_drafts(
     need = root_min_subgroup(spec, spath, annotations, apath, len(jobs))
     subgroups: list[SubGroup] = []
     pods: list[PodTemplate] = []
+    global_replicas, global_index = sum(rjob.replicas for rjob in jobs), 0
     for rjob in jobs:
         subgroups.append(SubGroup(name=rjob.name, min_subgroup=rjob.replicas))
         for i in range(rjob.replicas):
             subgroups.append(SubGroup(name=rjob.leaf(i), parent=rjob.name, min_available=rjob.leaf_min))
-            pods.append(rjob.pods.with_pod(subgroup=rjob.leaf(i)))
+            # Each replica is a Job of its own: its pods carry its index (the template's labels win).
+            labels = controller_labels.synthesised(
+                "JobSet",
+                name=meta.name,
+                role=rjob.name,
+                index=i,
+                global_index=global_index,
+                replicas=rjob.replicas,
+                global_replicas=global_replicas,
+            )
+            labels.update(rjob.pods.labels)
+            pods.append(rjob.pods.with_pod(subgroup=rjob.leaf(i), labels=labels))
+            global_index += 1
     # KAI writes no minMember here; muster's figure is the fewest pods that satisfy the tree.
     costs = sorted(rjob.replicas * rjob.leaf_min for rjob in jobs)
     return [

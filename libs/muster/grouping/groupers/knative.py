@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from muster.grouping import controller_labels
 from muster.grouping.fields import join, require_map
 from muster.grouping.limits import check_count
 from muster.grouping.model import IMPLICIT, Context, Draft, Meta, nested_meta, pod_template
@@ -43,7 +44,8 @@ def group_knative_service(obj: dict[str, Any], path: str, meta: Meta, ctx: Conte
     check_count(pods, join(join(tpath, "metadata"), "annotations"))
     if pods == 0:
         return []
-    pod = pod_template(template, tpath, role="pod", count=pods)
+    labels = controller_labels.synthesised("KnativeService", name=meta.name, revision=revision.name)
+    pod = pod_template(template, tpath, role="pod", count=pods, controller_labels=labels)
     return [
         Draft(
             name=revision.name,

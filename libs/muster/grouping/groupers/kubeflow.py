@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from muster.events import SubGroup
+from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_int, get_map, get_str, join, require_map
 from muster.grouping.groupers.default import shared_group
@@ -44,9 +45,12 @@ MAX_SEGMENTS = 10_000
 _ROLE_ORDER = {"Master": 0, "Chief": 0, "Launcher": 0, "PS": 1, "Worker": 2}
 
 
-def replica_specs(obj: dict[str, Any], path: str, kind: str) -> list[tuple[str, int, PodTemplate]]:
-    """(replica type, replicas, pod template) per entry of the kind's replica map."""
+def replica_specs(obj: dict[str, Any], path: str, meta: Meta) -> list[tuple[str, int, PodTemplate]]:
+    """(replica type, replicas, pod template) per entry of the kind's replica map, its pods labelled as
+    the kind's operator labels them."""
     spath = join(path, "spec")
+    kind = meta.kind
+    controller = controller_labels.kubeflow_controller(kind, meta.api_version)
     spec = require_map(obj, "spec", path)
     key = REPLICA_MAPS[kind]
     mpath = join(spath, key)
@@ -70,6 +74,7 @@ def replica_specs(obj: dict[str, Any], path: str, kind: str) -> list[tuple[str, 
             join(epath, "template"),
             role=str(rtype).lower(),
             count=replicas,
+            controller_labels=controller_labels.synthesised(controller, name=meta.name, role=str(rtype)),
         )
         out.append((str(rtype), replicas, template))
     check_count(sum(replicas for _, replicas, _ in out), mpath)
@@ -104,14 +109,14 @@ def _draft(meta: Meta, pods: list[PodTemplate], min_available: int, subgroups=()
 
 def group_distributed(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
     """TFJob, XGBoostJob, JAXJob: every replica is required."""
-    specs = replica_specs(obj, path, meta.kind)
+    specs = replica_specs(obj, path, meta)
     minimum = _scheduling_min(obj, path)
     total = sum(replicas for _, replicas, _ in specs)
     return _draft(meta, [t for _, _, t in specs], total if minimum is None else minimum)
 
 
 def group_mpi(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
-    specs = replica_specs(obj, path, meta.kind)
+    specs = replica_specs(obj, path, meta)
     minimum = _scheduling_min(obj, path)
     min_available = sum(replicas for _, replicas, _ in specs) if minimum is None else minimum
     spath = join(path, "spec")
@@ -156,7 +161,7 @@ def _segments(
 
 
 def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
-    specs = replica_specs(obj, path, meta.kind)
+    specs = replica_specs(obj, path, meta)
     spath = join(path, "spec")
     min_available = sum(replicas for _, replicas, _ in specs)
     epath = join(spath, "elasticPolicy")
@@ -195,4 +200,4 @@ def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
 
 def group_paddle(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
     """Not registered in KAI: its default grouper, one group of min 1."""
-    return shared_group(meta, meta.kind, [t for _, _, t in replica_specs(obj, path, meta.kind)])
+    return shared_group(meta, meta.kind, [t for _, _, t in replica_specs(obj, path, meta)])

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from muster.events import SubGroup
+from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import get_count, get_int, get_map, get_str, join, require_map
 from muster.grouping.limits import check_count
@@ -66,9 +67,14 @@ def group_lws(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
             join(spath, "startupPolicy"), f"expected LeaderCreated or LeaderReady, got {policy!r}"
         )
     worker_raw = require_map(lwt, "workerTemplate", lpath)
-    worker = pod_template(worker_raw, join(lpath, "workerTemplate"), role="worker", count=size - 1)
+    labels = controller_labels.synthesised("LeaderWorkerSet", name=meta.name)
+    worker = pod_template(
+        worker_raw, join(lpath, "workerTemplate"), role="worker", count=size - 1, controller_labels=labels
+    )
     leader_key = "leaderTemplate" if lwt.get("leaderTemplate") is not None else "workerTemplate"
-    leader = pod_template(lwt[leader_key], join(lpath, leader_key), role="leader", count=1)
+    leader = pod_template(
+        lwt[leader_key], join(lpath, leader_key), role="leader", count=1, controller_labels=labels
+    )
 
     segment, where = _segment_size(lwt, lpath, meta, worker)
     if segment is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from muster.grouping import controller_labels
 from muster.grouping.fields import join, require_map
 from muster.grouping.model import IMPLICIT, Context, Draft, Meta, pod_template
 
@@ -12,7 +13,11 @@ def group_notebook(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> 
     spath = join(path, "spec")
     spec = require_map(obj, "spec", path)
     template = pod_template(
-        require_map(spec, "template", spath), join(spath, "template"), role="notebook", count=1
+        require_map(spec, "template", spath),
+        join(spath, "template"),
+        role="notebook",
+        count=1,
+        controller_labels=controller_labels.synthesised("Notebook", name=meta.name),
     )
     return [
         Draft(

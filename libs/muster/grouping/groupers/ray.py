@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from muster.events import SubGroup
+from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_bool, get_count, get_list, get_str, join, require_map
 from muster.grouping.limits import check_count
@@ -39,8 +40,12 @@ _DEFAULT_SUBMITTER = {
 }
 
 
-def cluster_gang(cluster: dict[str, Any], cpath: str) -> tuple[int, list[SubGroup], list[PodTemplate]]:
-    """(min_available, sub-groups, pods) of one RayCluster spec."""
+def cluster_gang(
+    cluster: dict[str, Any], cpath: str, name: str | None
+) -> tuple[int, list[SubGroup], list[PodTemplate]]:
+    """(min_available, sub-groups, pods) of one RayCluster spec; ``name`` is the cluster's, None when
+    KubeRay generates it (a RayJob's, a RayService's)."""
+    controller = "RayGeneratedCluster" if name is None else "RayCluster"
     hpath = join(cpath, "headGroupSpec")
     head_spec = require_map(cluster, "headGroupSpec", cpath)
     head = pod_template(
@@ -49,12 +54,13 @@ def cluster_gang(cluster: dict[str, Any], cpath: str) -> tuple[int, list[SubGrou
         role="head",
         count=1,
         subgroup="headgroup",
+        controller_labels=controller_labels.synthesised(controller, name=name, role="head"),
     )
     minimum, subgroups, pods = 1, [SubGroup(name="headgroup", min_available=1)], [head]
     for i, raw in enumerate(get_list(cluster, "workerGroupSpecs", cpath)):
         wpath = join(join(cpath, "workerGroupSpecs"), i)
         group = as_map(raw, wpath)
-        name = get_str(group, "groupName", wpath) or f"worker-group-{i}"
+        group_name = get_str(group, "groupName", wpath) or f"worker-group-{i}"
         replicas = get_count(group, "replicas", wpath, 0)
         min_replicas = get_count(group, "minReplicas", wpath, 0)
         hosts = get_count(group, "numOfHosts", wpath, 1) or 1
@@ -67,13 +73,16 @@ def cluster_gang(cluster: dict[str, Any], cpath: str) -> tuple[int, list[SubGrou
         if counted:
             contribution = (min_replicas if min_replicas > 0 else replicas) * hosts
             minimum += contribution
-            subgroups.append(SubGroup(name=name, min_available=contribution))
+            subgroups.append(SubGroup(name=group_name, min_available=contribution))
         template = pod_template(
             require_map(group, "template", wpath),
             join(wpath, "template"),
-            role=name,
+            role=group_name,
             count=replicas * hosts,
-            subgroup=name if counted else "",
+            subgroup=group_name if counted else "",
+            controller_labels=controller_labels.synthesised(
+                controller, name=name, role="worker", group=group_name
+            ),
         )
         if template.pod.count > 0:
             pods.append(template)
@@ -83,7 +92,9 @@ def cluster_gang(cluster: dict[str, Any], cpath: str) -> tuple[int, list[SubGrou
 def _draft(
     meta: Meta, owners: tuple[Meta, ...], cluster: dict[str, Any], cpath: str, extra=()
 ) -> list[Draft]:
-    minimum, subgroups, pods = cluster_gang(cluster, cpath)
+    # Only a RayCluster names its own cluster; a RayJob's or RayService's gets a generated name.
+    cluster_name = meta.name if meta.kind == "RayCluster" else None
+    minimum, subgroups, pods = cluster_gang(cluster, cpath, cluster_name)
     return [
         Draft(
             name=meta.name,

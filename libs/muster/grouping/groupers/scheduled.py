@@ -38,7 +38,7 @@ def group_cron_workflow(obj: dict[str, Any], path: str, meta: Meta, ctx: Context
         annotations=string_map(created, "annotations", mpath),
     ).merged(meta.labels, meta.annotations)
     wpath = join(spath, "workflowSpec")
-    drafts = workflow_drafts(require_map(spec, "workflowSpec", spath), wpath, workflow, ctx)
+    drafts = workflow_drafts(require_map(spec, "workflowSpec", spath), wpath, workflow, ctx, scheduled=True)
     # The workflow's own pods report the scheduling kind; objects its steps create keep theirs.
     return [replace(d, kind=meta.kind) if d.kind == "Workflow" else d for d in drafts]
 

@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from muster.events import PodSpec, Resources
+from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import get_count, get_map, get_str, join, require_map, string_map
 from muster.grouping.groupers.default import shared_group
@@ -38,7 +39,8 @@ def jvm_bytes(value: Any, path: str) -> int:
     return int(number) * _JVM_UNITS[unit.lower()]
 
 
-def _role(spec: dict[str, Any], spath: str, role: str, count: int) -> PodTemplate:
+def _role(spec: dict[str, Any], spath: str, role: str, count: int, controller: dict[str, str]) -> PodTemplate:
+    """One role's pods, labelled ``controller`` under the role's own ``labels``."""
     rpath = join(spath, role)
     part = require_map(spec, role, spath)
     cores = part.get("coreRequest", part.get("cores", 1))
@@ -84,7 +86,7 @@ def _role(spec: dict[str, Any], spath: str, role: str, count: int) -> PodTemplat
         resources=Resources(gpu=gpu, cpu=cpu, memory=memory + overhead, extended=extended),
         node_selector=selector,
         **constraints.pod_spec_fields(),
-        labels=labels,
+        labels={**controller, **labels},
     )
     return PodTemplate(
         pod=pod,
@@ -104,7 +106,14 @@ def spark_drafts(spec: dict[str, Any], spath: str, meta: Meta, kind: str) -> lis
     """The group of an application spec at ``spath`` (a SparkApplication's, or the one a
     ScheduledSparkApplication creates), reported as ``kind``."""
     executors = get_count(get_map(spec, "executor", spath), "instances", join(spath, "executor"), 1)
-    pods = [_role(spec, spath, "driver", 1)]
+    # A ScheduledSparkApplication's runs are named when they start: only a SparkApplication's name is known.
+    controller = "SparkApplication" if kind == "SparkApplication" else "ScheduledSparkApplication"
+    pods = [
+        _role(
+            spec, spath, "driver", 1, controller_labels.synthesised(controller, name=meta.name, role="driver")
+        )
+    ]
     if spec.get("executor") is not None:
-        pods.append(_role(spec, spath, "executor", executors))
+        labels = controller_labels.synthesised(controller, name=meta.name, role="executor")
+        pods.append(_role(spec, spath, "executor", executors, labels))
     return shared_group(meta, kind, pods)
