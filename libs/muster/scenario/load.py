@@ -20,7 +20,6 @@ from muster.bounds import MAX_NESTING
 from muster.scenario import convert as cv
 from muster.scenario import model as m
 from muster.scenario.errors import ScenarioError, from_data, join
-from muster.scheduler.config import DEFAULT_MIN_RUNTIMES, seconds_error
 from muster.tolerances import EPS
 from muster.topologies import TopologyDef
 from muster.usage_window import window_error
@@ -125,6 +124,10 @@ def _check_config(cfg: m.Config) -> None:
             "config.reclaimer_utilization_multiplier",
             f"must be >= 1.0, got {cfg.reclaimer_utilization_multiplier}",
         )
+    # The allocator's own check; imported here, as `allocator_config` does, so that grouping a manifest
+    # (which reads scenario jobs) does not load the scheduler.
+    from muster.scheduler.config import DEFAULT_MIN_RUNTIMES, seconds_error
+
     for field in DEFAULT_MIN_RUNTIMES:
         wrong = seconds_error(getattr(cfg, field))
         if wrong is not None:
