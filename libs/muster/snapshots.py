@@ -333,24 +333,35 @@ async def existing_stores(js, stream: str) -> list[tuple[str, ObjectStoreSnapsho
 async def _open_readable(js, bucket: str, owner: str):
     """``js.object_store(bucket)``, refused at once if the server denies this login the request.
 
-    A denied request is dropped by the server, which says so to the connection only: the request
-    itself would wait out its whole timeout. So the request's subject is tried first without asking
-    for an answer (asking about a stream changes nothing), and a ping behind it comes back after the
-    server's denial, if there is one."""
-    from nats.errors import TimeoutError as NoAnswer
-
+    A denied request is dropped by the server, which says so to the connection only, and not always
+    before it answers what the connection sends next: the request itself would wait out its whole
+    timeout. So the request is watched beside the connection's errors, and given up as soon as the
+    server's denial of it arrives."""
     nc = js._nc
     before = nc.last_error
-    await nc.publish(f"{js._prefix}.STREAM.INFO.OBJ_{bucket}", b"")
-    with contextlib.suppress(NoAnswer):  # the server is slow to answer: the request's own timeout says so
-        await nc.flush()
-    denied = str(nc.last_error).lower() if nc.last_error is not before else ""
-    if "permissions violation" in denied and f"obj_{bucket}".lower() in denied:
-        raise StoreNotReadable(
-            f"snapshot store {bucket} of {owner} exists, but this login may not read it: the NATS"
-            f" configuration must list that node among the readers' (nats_permissions(prefix, nodes))"
-        )
-    return await js.object_store(bucket)
+    request = asyncio.ensure_future(js.object_store(bucket))
+    while not request.done():
+        await asyncio.wait({request}, timeout=_DENIAL_POLL)
+        error = nc.last_error
+        if error is not before and _denies(error, bucket):
+            request.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await request
+            raise StoreNotReadable(
+                f"snapshot store {bucket} of {owner} exists, but this login may not read it: the NATS"
+                f" configuration must list that node among the readers' (nats_permissions(prefix, nodes))"
+            )
+    return request.result()
+
+
+_DENIAL_POLL = 0.05
+"""Seconds between looks for the server's denial while a store is being opened."""
+
+
+def _denies(error: BaseException | None, bucket: str) -> bool:
+    """Whether the connection's ``error`` is the server refusing this login a request about ``bucket``."""
+    text = str(error).lower()
+    return "permissions violation" in text and f"obj_{bucket}".lower() in text
 
 
 async def node_buckets(js, stream: str) -> list[str]:

@@ -653,8 +653,11 @@ def write_client_files(
 
 
 def clear_client_files(home: Path) -> None:
+    """Take the client logins away, with any a stop cut short while it was writing (``write_private``'s
+    ``.tmp``: a signal can land between its creation and its rename)."""
     for name in (CLIENT_FILE, FRAMEWORK_FILE, PGPASS_FILE):
-        (home / SECRETS_DIR / name).unlink(missing_ok=True)
+        for path in (home / SECRETS_DIR / name, home / SECRETS_DIR / f"{name}.tmp"):
+            path.unlink(missing_ok=True)
 
 
 def pgpass_line(host: str, port: int, database: str, user: str, password: str) -> str:
