@@ -140,8 +140,10 @@ def queue_spec(queue: m.Queue, order: int, path: str = "queue") -> ev.QueueSpec:
     if queue.min_runtime is not None:
         for key in ("preempt", "reclaim"):
             value = getattr(queue.min_runtime, key)
-            if value is not None and value < 0:
-                raise ScenarioError(join(join(path, "min_runtime"), key), "must not be negative")
+            if value is not None and not value >= 0:  # NaN too
+                raise ScenarioError(
+                    join(join(path, "min_runtime"), key), "must be a number of seconds, not negative"
+                )
         min_runtime = ev.MinRuntime(preempt=queue.min_runtime.preempt, reclaim=queue.min_runtime.reclaim)
     if not queue.name:
         raise ScenarioError(join(path, "name"), "must not be empty")
@@ -246,8 +248,8 @@ def job_to_podgroup(
     preemptible = priority < 100 if job.preemptible is None else job.preemptible
     if job.duration is not None and job.duration < 0:
         raise ScenarioError(join(path, "duration"), "must not be negative")
-    if job.min_runtime is not None and job.min_runtime < 0:
-        raise ScenarioError(join(path, "min_runtime"), "must not be negative")
+    if job.min_runtime is not None and not job.min_runtime >= 0:  # NaN too
+        raise ScenarioError(join(path, "min_runtime"), "must be a number of seconds, not negative")
     if job.preemption_delay is not None and not 0 <= job.preemption_delay < math.inf:
         raise ScenarioError(join(path, "preemption_delay"), "must be a number of seconds, not negative")
     if job.stale_gang_grace is not None and not math.isfinite(job.stale_gang_grace):

@@ -11,6 +11,7 @@ from muster.scenario import (
     allocator_config,
     job_to_podgroup,
     load_queues,
+    parse_queues,
     parse_scenario,
     scenario_events,
 )
@@ -173,12 +174,25 @@ def test_a_job_without_them_leaves_both_to_the_allocator():
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("preemption_delay", -5), ("preemption_delay", float("inf")), ("stale_gang_grace", float("nan"))],
+    [
+        ("preemption_delay", -5),
+        ("preemption_delay", float("inf")),
+        ("stale_gang_grace", float("nan")),
+        ("min_runtime", -1),
+        ("min_runtime", float("nan")),
+    ],
 )
 def test_a_timing_that_is_no_number_of_seconds_is_refused_naming_it(field, value):
     with pytest.raises(ScenarioError) as info:
         job_to_podgroup({"name": "j", "queue": "q", "pods": [{}], field: value})
     assert info.value.path == f"job.{field}"
+
+
+@pytest.mark.parametrize("value", [-1.0, float("nan")])
+def test_a_queue_min_runtime_that_is_no_number_of_seconds_is_refused_naming_it(value):
+    with pytest.raises(ScenarioError) as info:
+        parse_queues([{"name": "a", "min_runtime": {"reclaim": value}}])
+    assert info.value.path.endswith("min_runtime.reclaim")
 
 
 def test_a_topology_needs_a_label():
