@@ -9,18 +9,9 @@ from muster.events import PodGroupCreated, Topology
 
 from tests.integration.test_cli_door import system  # noqa: F401  (the running services)
 from tests.polling import wait_until
+from tests.unit.podgrouper.support import NETWORK_TOPOLOGY as TOPOLOGY
 
 pytestmark = [pytest.mark.nats, pytest.mark.postgres]
-
-TOPOLOGY = """
-apiVersion: kai.scheduler/v1alpha1
-kind: Topology
-metadata: {name: network}
-spec:
-  levels:
-    - {nodeLabel: accelerator.nvidia.com/rack, alias: rack}
-    - {nodeLabel: kubernetes.io/hostname, alias: node}
-"""
 
 
 def workload(level: str) -> str:

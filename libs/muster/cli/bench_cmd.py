@@ -197,10 +197,7 @@ def _cli_cmd(args: argparse.Namespace) -> int:
     if args.runs < 1:
         fail("--runs: must be at least 1")
     rows = cli.run(runs=args.runs)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "bench-cli.json"
-    path.write_text(json.dumps(rows, indent=2) + "\n")
+    path = _written(args, "cli", rows)
     if args.json:
         print_json(rows)
     else:
@@ -253,12 +250,9 @@ def _philly_cmd(args: argparse.Namespace) -> int:
         fail(f"--data: {exc}", BAD_INPUT)
     outcomes = _with_progress(lambda progress: philly_outcomes.run(workload, progress=progress))
     rows = [o.row for o in outcomes]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = "quick" if args.quick else "all" if jobs is None else str(jobs)
-    path = out / f"bench-philly-{stem}.json"
-    path.write_text(json.dumps(rows, indent=2) + "\n")
-    pngs = philly_plots.write_plots(outcomes, out, stem)
+    path = _written(args, f"philly-{stem}", rows)
+    pngs = philly_plots.write_plots(outcomes, path.parent, stem)
     if args.json:
         print_json(rows)
         return OK
@@ -289,17 +283,7 @@ def _with_progress(work: Callable[[Callable[[str], None]], list]) -> list:
 def _philly_speed_cmd(args: argparse.Namespace) -> int:
     if args.jobs is not None or args.data is not None:
         fail("--jobs and --data: not with --speed (it times its own sizes of the shared trace)")
-    rows = _philly_speed_suite(args, lambda _msg: None)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"bench-philly-speed{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(rows, indent=2) + "\n")
-    if args.json:
-        print_json(rows)
-    else:
-        _print_rows("philly --speed", rows)
-        print(f"results: {path}")
-    return OK
+    return _report(args, "philly --speed", "philly-speed", _philly_speed_suite(args, lambda _msg: None))
 
 
 def _simulator_suite(args: argparse.Namespace, progress: Callable[[str], None]) -> list[dict]:
@@ -310,15 +294,25 @@ def _simulator_suite(args: argparse.Namespace, progress: Callable[[str], None]) 
 
 
 def _simulator_cmd(args: argparse.Namespace) -> int:
-    rows = _simulator_suite(args, lambda _msg: None)
+    return _report(args, "simulator", "simulator", _simulator_suite(args, lambda _msg: None))
+
+
+def _written(args: argparse.Namespace, stem: str, results: object) -> Path:
+    """``results`` as JSON in ``--out``, as ``bench-<stem>.json``; the file's path."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"bench-simulator{'-quick' if args.quick else ''}.json"
-    path.write_text(json.dumps(rows, indent=2) + "\n")
+    path = out / f"bench-{stem}.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    return path
+
+
+def _report(args: argparse.Namespace, title: str, stem: str, rows: list[dict]) -> int:
+    """Rows of one timing benchmark written (``-quick`` named so with ``--quick``) and shown."""
+    path = _written(args, f"{stem}{'-quick' if args.quick else ''}", rows)
     if args.json:
         print_json(rows)
     else:
-        _print_rows("simulator", rows)
+        _print_rows(title, rows)
         print(f"results: {path}")
     return OK
 
@@ -354,12 +348,9 @@ def _suite_cmd(args: argparse.Namespace) -> int:
         task = bar.add_task("bench", total=None)
         for name, runner in RUNNERS.items():
             results[name] = runner(args, lambda msg: bar.update(task, description=msg))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = "quick" if args.quick else "full"
-    path = out / f"bench-{stem}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    pngs = plot_openb(results.get("openb", []), out, stem)
+    path = _written(args, stem, results)
+    pngs = plot_openb(results.get("openb", []), path.parent, stem)
     if args.json:
         print_json(results)
     else:

@@ -15,6 +15,38 @@ GI = 2**30
 MI = 2**20
 
 
+NETWORK_TOPOLOGY = """
+apiVersion: kai.scheduler/v1alpha1
+kind: Topology
+metadata: {name: network}
+spec:
+  levels:
+    - {nodeLabel: accelerator.nvidia.com/rack, alias: rack}
+    - {nodeLabel: kubernetes.io/hostname, alias: node}
+"""
+"""A KAI Topology of racks over nodes, each level with an alias (KAI's examples/topology-aliases)."""
+
+WORKER_SPEC = "spec.pytorchReplicaSpecs.Worker.template.spec"
+"""Where ``two_pytorch_workers``' pod spec sits: refusals name fields below it."""
+
+
+def two_pytorch_workers(resources: str) -> str:
+    """A PyTorchJob ``train`` of two workers whose one container has ``resources`` (YAML flow text); more
+    pod-spec fields may be appended, indented as its ``containers``."""
+    return f"""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: train}}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers: [{{name: c, image: i, resources: {resources}}}]
+"""
+
+
 def manifest_docs(relative: str) -> list[dict[str, Any]]:
     """Every document of one upstream manifest file (skipping the test if shared/ is absent)."""
     path = MANIFESTS / relative

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from muster.grouping.errors import ManifestError
 
-from .support import group_yaml, only
+from .support import WORKER_SPEC, group_yaml, only, two_pytorch_workers
 
 POD = """
 apiVersion: v1
@@ -15,19 +15,7 @@ metadata: {name: infer}
 spec:
   containers: [{name: c, image: i, resources: {limits: {nvidia.com/mig-3g.40gb: 2, cpu: 2}}}]
 """
-PYTORCH = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: train}
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers: [{name: c, image: i, resources: {requests: {nvidia.com/mig-1g.10gb: 1}}}]
-"""
-WORKER_SPEC = "spec.pytorchReplicaSpecs.Worker.template.spec"
+PYTORCH = two_pytorch_workers("{requests: {nvidia.com/mig-1g.10gb: 1}}")
 
 
 def refusal(text: str) -> ManifestError:

@@ -7,21 +7,9 @@ import pytest
 from muster import events as ev
 from muster.grouping.errors import ManifestError
 
-from .support import group_file, group_yaml, only, pods_by_role
+from .support import WORKER_SPEC, group_file, group_yaml, only, pods_by_role, two_pytorch_workers
 
-PYTORCH = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: train}
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]
-"""
-WORKER_SPEC = "spec.pytorchReplicaSpecs.Worker.template.spec"
+PYTORCH = two_pytorch_workers("{limits: {nvidia.com/gpu: 1}}")
 
 
 def pytorch(**pod_fields: str) -> str:

@@ -8,17 +8,8 @@ import pytest
 from muster.events import Topology
 from muster.grouping.errors import ManifestError
 
+from .support import NETWORK_TOPOLOGY as NETWORK
 from .support import group_yaml, only
-
-NETWORK = """
-apiVersion: kai.scheduler/v1alpha1
-kind: Topology
-metadata: {name: network}
-spec:
-  levels:
-    - {nodeLabel: accelerator.nvidia.com/rack, alias: rack}
-    - {nodeLabel: kubernetes.io/hostname, alias: node}
-"""
 
 
 def job(annotations: str) -> str:
