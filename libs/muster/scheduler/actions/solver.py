@@ -1,12 +1,32 @@
-"""The victim solver shared by reclaim, preempt and consolidate (§6.3, KAI's by-pod solver).
+"""The victim solver shared by reclaim, preempt and consolidate (§6.3, §20: KAI's job solver).
 
-The pending job's pods-to-place are solved one more at a time. For each,
-victims are added one unit at a time in victim order; a scenario evicts
-every victim recorded so far plus the accumulated units that hold a pod on
-a node of the newest unit, then *simulates* allocation of the job's pods
-so far together with every evicted victim job, in queue/job order (§3):
-a victim whose queue orders before the job's is placed again first and may
-take back the room it freed, failing the scenario. Placements in a
+Probe sizes: the solver looks for the largest k whose first k pods-to-place
+can be placed, k = 1, 2, 4, ... until a probe fails or k reaches n, then by
+bisection between the last success and the first failure; each successful
+probe records its victims and later probes start from them. Unless k
+reached n, one last probe asks for all n pods. A probe places only the
+first k pods (the job as if its running pods and those k were all it had);
+whether the whole job then meets its gang is checked once, up front, for
+all n pods (KAI accepts an eviction scenario only when every leaf reaches
+its minimum).
+
+Generators, in KAI's plugin order, each owning a whole probe progression:
+NodeLocalGreedy grows the victim list one unit at a time in victim order
+and proposes the recorded victims plus the accumulated units that hold a
+pod on a node of the newest unit; MultiNodeGang groups the accumulated
+units by victim job and proposes the batches on the first k, k+1, k+3,
+k+7, ... nodes ranked by the GPUs they would have free (``_node_sets``).
+Every probe first proposes the recorded victims alone. A proposal that
+already failed for the job (same pods, recorded victims and victims) is not
+simulated again; a proposal or prefix that cannot free enough GPUs is
+skipped. KAI bounds the search by wall-clock budgets (per action, job and
+generator); a simulation has no wall clock, so here every budget is
+unlimited (§12) and decisions replay identically.
+
+A proposal evicts its victims, then *simulates* allocation of the job's
+pods so far together with every evicted victim job, in queue/job order
+(§3): a victim whose queue orders before the job's is placed again first
+and may take back the room it freed, failing the proposal. Placements in a
 simulation obey queue limits at every level, counted after the evictions
 (so a job at its queue's limit fits once lower-priority pods of that queue
 are evicted). A victim placed again is moved (pipelined, onto releasing
@@ -15,18 +35,19 @@ packs onto one node), the rest are killed; consolidation demands that
 every victim moves. The evicting job's own pods keep allocate's choice,
 idle devices first: those that fit there bind at once. A job with a topology
 constraint, the evicting one or a moved victim, lands inside one domain of it
-(``scheduler/topology.py``), as allocate places it. The first scenario
-that places the job's pods is kept; nothing leaves the statement until the
+(``scheduler/topology.py``), as allocate places it. The first proposal that
+places all the job's pods is kept; nothing leaves the statement until the
 caller validates and commits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from muster.kernels import placement as pl
 from muster.tolerances import EPS
 
 from .. import topology
@@ -52,6 +73,58 @@ class Solution:
         return [u for u in self.evicted if u.job.name not in self.moved]
 
 
+class _Units:
+    """The victim units in order, drawn from the action's lazy victim order once and then re-read: every
+    probe of every generator walks them from the start."""
+
+    def __init__(self, units: Iterator[Unit]) -> None:
+        self._source = units
+        self._seen: list[Unit] = []
+
+    def __iter__(self) -> Iterator[Unit]:
+        i = 0
+        while True:
+            if i == len(self._seen):
+                nxt = next(self._source, None)
+                if nxt is None:
+                    return
+                self._seen.append(nxt)
+            yield self._seen[i]
+            i += 1
+
+
+@dataclass
+class _Search:
+    """What one solve shares across its generators and probes; free GPUs are read before any proposal."""
+
+    s: Session
+    job: Job
+    pods: list[int]
+    units: _Units
+    stmt: Statement
+    why: Eviction
+    all_must_move: bool
+    free: float
+    failed: set[tuple] = field(default_factory=set)
+    """Fingerprints of proposals that failed (KAI's de-duplication)."""
+    _free_by_node: np.ndarray | None = None
+
+    def free_by_node(self) -> np.ndarray:
+        """GPUs not held by running pods, per node slot (none outside the session's nodes), read once with
+        no proposal applied: only MultiNodeGang asks, so a solve NodeLocalGreedy settles never pays."""
+        if self._free_by_node is None:
+            self.stmt.discard()
+            ints, dev = self.s.nodes.ints, self.s.nodes.dev
+            free = (ints[:, pl.N_GPUS] - dev[pl.D_USED].sum(axis=1)).astype(float)
+            free[~self.s.in_scope] = 0.0
+            self._free_by_node = free
+        return self._free_by_node
+
+
+Proposer = Callable[[_Search, list[int], list[Unit]], Iterable[list[Unit]]]
+"""A generator: for the pods of a probe and its recorded victims, the new victims to try, best first."""
+
+
 def solve(
     s: Session,
     job: Job,
@@ -61,30 +134,154 @@ def solve(
     *,
     all_must_move: bool = False,
 ) -> Solution | None:
-    """Pods of ``job`` placed with the fewest victims in order, or None; the statement is left applied."""
+    """Pods of ``job`` placed with the victims the first generator finds, or None; the statement is left
+    applied."""
     if job.subgroups and not _every_leaf_reaches_minimum(s, job, pods):
         return None
     stmt = Statement(s)
     why = Eviction(action, job.name, "")
+    search = _Search(s, job, pods, _Units(units), stmt, why, all_must_move, s.free_gpus())
+    for propose in GENERATORS:
+        sol = _probe_sizes(search, propose)
+        if sol is not None:
+            return sol
+    stmt.discard()
+    return None
+
+
+def _probe_sizes(search: _Search, propose: Proposer) -> Solution | None:
+    """One generator's progression: k = 1, 2, 4, ... then bisection, then all n pods; each success
+    records its victims for the probes after it. The solution of the probe at n, its statement applied."""
+    n = len(search.pods)
     recorded: list[Unit] = []
+    moved: set[str] = set()
+
+    def probe(k: int) -> bool:
+        nonlocal recorded, moved
+        found = _probe(search, propose, search.pods[:k], recorded)
+        if found is not None:
+            recorded, moved = found
+        return found is not None
+
+    lo, k = 0, 1
+    while probe(k):
+        if k == n:
+            return Solution(search.stmt, recorded, moved)
+        lo, k = k, min(2 * k, n)
+    hi = k
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if probe(mid):
+            lo = mid
+        else:
+            hi = mid
+    if lo == 0 or not probe(n):
+        return None
+    return Solution(search.stmt, recorded, moved)
+
+
+def _probe(
+    search: _Search, propose: Proposer, want: list[int], recorded: list[Unit]
+) -> tuple[list[Unit], set[str]] | None:
+    """The first proposal under which ``want`` all fit: its victims (recorded first) and the victim jobs
+    moved. Proposals that failed before for the same pods and recorded victims are skipped."""
+    base = frozenset(_key(u) for u in recorded)
+    for victims in propose(search, want, recorded):
+        fingerprint = (len(want), base, frozenset(_key(u) for u in victims))
+        if fingerprint in search.failed:
+            continue
+        moved = _simulate(
+            search.s, search.stmt, search.job, want, recorded + victims, search.why, search.all_must_move
+        )
+        if moved is not None:
+            return recorded + victims, moved
+        search.failed.add(fingerprint)
+    return None
+
+
+def _key(u: Unit) -> tuple[str, tuple[int, ...]]:
+    return (u.job.name, u.pods)
+
+
+def _fresh_units(search: _Search, recorded: list[Unit]) -> Iterator[Unit]:
+    """The victim units in order, less those whose pods the recorded victims already hold."""
+    taken = {(u.job.name, i) for u in recorded for i in u.pods}
+    for unit in search.units:
+        if not any((unit.job.name, i) in taken for i in unit.pods):
+            yield unit
+
+
+def _node_local_greedy(search: _Search, want: list[int], recorded: list[Unit]) -> Iterator[list[Unit]]:
+    """KAI's NodeLocalGreedy: the recorded victims alone, then for each unit added in victim order the
+    accumulated units that hold a pod on a node of the newest one (whole units, wherever their pods
+    run)."""
+    yield []
     waiting: list[Unit] = []
-    moved: set[str] | None = None
-    for k in range(len(pods)):
-        want = pods[: k + 1]
-        moved = _simulate(s, stmt, job, want, recorded, why, all_must_move)
-        for unit in units if moved is None else ():
-            waiting.append(unit)
-            nodes = {unit.job.node[i] for i in unit.pods}
-            batch = [u for u in waiting if any(u.job.node[i] in nodes for i in u.pods)]
-            moved = _simulate(s, stmt, job, want, recorded + batch, why, all_must_move)
-            if moved is not None:
-                recorded += batch
-                waiting = [u for u in waiting if u not in batch]
-                break
-        if moved is None:
-            stmt.discard()
-            return None
-    return Solution(stmt, recorded, moved or set())
+    for unit in _fresh_units(search, recorded):
+        waiting.append(unit)
+        nodes = {unit.job.node[i] for i in unit.pods}
+        yield [u for u in waiting if any(u.job.node[i] in nodes for i in u.pods)]
+
+
+def _multi_node_gang(search: _Search, want: list[int], recorded: list[Unit]) -> Iterator[list[Unit]]:
+    """KAI's MultiNodeGang: the recorded victims alone, then for each accumulated prefix of units that
+    could free enough GPUs, the node sets of ``_node_sets``."""
+    yield []
+    need = search.s.request_of(search.job, want)[0]
+    freed = sum(u.res[0] for u in recorded)
+    prefix: list[Unit] = []
+    for unit in _fresh_units(search, recorded):
+        prefix.append(unit)
+        freed += unit.res[0]
+        if need <= search.free + freed + EPS:
+            yield from _node_sets(search, want, recorded, prefix)
+
+
+def _node_sets(
+    search: _Search, want: list[int], recorded: list[Unit], prefix: list[Unit]
+) -> Iterator[list[Unit]]:
+    """The prefix's units grouped into one batch per victim job; the nodes holding batch pods ranked by
+    the GPUs they would have free once those batches and the recorded victims left (fewest first, ties
+    by first appearance; a node that could not hold the smallest pending pod is left out). With k the
+    fewest leading nodes whose GPUs cover what the pods need beyond what is free elsewhere, the batches
+    with a pod on the first k, k+1, k+3, k+7, ... nodes."""
+    s, job = search.s, search.job
+    batches: dict[str, list[Unit]] = {}
+    for u in prefix:
+        batches.setdefault(u.job.name, []).append(u)
+    room = search.free_by_node().copy()
+    for u in recorded:
+        for i in u.pods:
+            room[u.job.node[i]] += u.job.acct[i][0]
+    on_node: dict[int, list[str]] = {}
+    for name, units in batches.items():
+        for u in units:
+            for i in u.pods:
+                slot = u.job.node[i]
+                if name not in on_node.setdefault(slot, []):
+                    on_node[slot].append(name)
+                room[slot] += u.job.acct[i][0]
+    smallest = min(s.request_of(job, [i])[0] for i in want)
+    ranked = sorted((n for n in on_node if room[n] + EPS >= smallest), key=lambda n: room[n])
+    elsewhere = sum(float(room[n]) for n in np.flatnonzero(s.in_scope) if n not in on_node)
+    short = s.request_of(job, want)[0] - elsewhere
+    k, covered = 0, 0.0
+    while short > covered + EPS and k < len(ranked):
+        covered += float(room[ranked[k]])
+        k += 1
+    if short > covered + EPS:
+        return
+    step = 1
+    while k <= len(ranked):
+        names = {b for n in ranked[:k] for b in on_node[n]}
+        yield [u for u in prefix if u.job.name in names]
+        if k == len(ranked):
+            return
+        k, step = min(k + step, len(ranked)), step * 2
+
+
+GENERATORS: tuple[Proposer, ...] = (_node_local_greedy, _multi_node_gang)
+"""KAI's default portfolio, in plugin order."""
 
 
 def _every_leaf_reaches_minimum(s: Session, job: Job, pods: list[int]) -> bool:
