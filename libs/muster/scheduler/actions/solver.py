@@ -243,8 +243,8 @@ def _node_sets(
     """The prefix's units grouped into one batch per victim job; the nodes holding batch pods ranked by
     the GPUs they would have free once those batches and the recorded victims left (fewest first, ties
     by first appearance; a node that could not hold the smallest pending pod is left out). With k the
-    fewest leading nodes whose GPUs cover what the pods need beyond what is free elsewhere, the batches
-    with a pod on the first k, k+1, k+3, k+7, ... nodes."""
+    fewest leading nodes whose GPUs cover what the pods need beyond what is free elsewhere (on nodes the
+    pods may use), the batches with a pod on the first k, k+1, k+3, k+7, ... nodes."""
     s, job = search.s, search.job
     batches: dict[str, list[Unit]] = {}
     for u in prefix:
@@ -263,7 +263,10 @@ def _node_sets(
                 room[slot] += u.job.acct[i][0]
     smallest = min(s.request_of(job, [i])[0] for i in want)
     ranked = sorted((n for n in on_node if room[n] + EPS >= smallest), key=lambda n: room[n])
-    elsewhere = sum(float(room[n]) for n in np.flatnonzero(s.in_scope) if n not in on_node)
+    usable = np.zeros(len(room), dtype=bool)
+    for spec_key in {job.pods[i].spec_key for i in want}:
+        usable |= s.eligible(job, spec_key)
+    elsewhere = sum(float(room[n]) for n in np.flatnonzero(usable) if n not in on_node)
     short = s.request_of(job, want)[0] - elsewhere
     k, covered = 0, 0.0
     while short > covered + EPS and k < len(ranked):
