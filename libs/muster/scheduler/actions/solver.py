@@ -139,6 +139,8 @@ def solve(
     if job.subgroups and not _every_leaf_reaches_minimum(s, job, pods):
         return None
     stmt = Statement(s)
+    if not pods:
+        return Solution(stmt)
     why = Eviction(action, job.name, "")
     search = _Search(s, job, pods, _Units(units), stmt, why, all_must_move, s.free_gpus())
     for propose in GENERATORS:
