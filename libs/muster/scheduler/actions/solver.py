@@ -248,21 +248,18 @@ def _node_sets(
     fewest leading nodes whose GPUs cover what the pods need beyond what is free elsewhere (on nodes the
     pods may use), the batches with a pod on the first k, k+1, k+3, k+7, ... nodes."""
     s, job = search.s, search.job
-    batches: dict[str, list[Unit]] = {}
-    for u in prefix:
-        batches.setdefault(u.job.name, []).append(u)
     room = search.free_by_node().copy()
     for u in recorded:
         for i in u.pods:
             room[u.job.node[i]] += u.job.acct[i][0]
+    # the victim jobs (batches) with a pod on each node, nodes in the order the prefix first reaches them
     on_node: dict[int, list[str]] = {}
-    for name, units in batches.items():
-        for u in units:
-            for i in u.pods:
-                slot = u.job.node[i]
-                if name not in on_node.setdefault(slot, []):
-                    on_node[slot].append(name)
-                room[slot] += u.job.acct[i][0]
+    for u in prefix:
+        for i in u.pods:
+            slot = u.job.node[i]
+            if u.job.name not in on_node.setdefault(slot, []):
+                on_node[slot].append(u.job.name)
+            room[slot] += u.job.acct[i][0]
     smallest = min(s.request_of(job, [i])[0] for i in want)
     ranked = sorted((n for n in on_node if room[n] + EPS >= smallest), key=lambda n: room[n])
     usable = np.zeros(len(room), dtype=bool)
