@@ -250,6 +250,14 @@ def pod_claims(spec: dict[str, Any], path: str) -> tuple[PodClaim, ...]:
     )
 
 
+def refuse_container_claims(containers: Sequence[tuple[dict[str, Any], str]], why: str) -> None:
+    """Refuse, naming it, a container's ``resources.claims`` where its pod can have no claim (``why``)."""
+    for container, cpath in containers:
+        resources = get_map(container, "resources", cpath)
+        if resources.get("claims"):
+            raise ManifestError(join(join(cpath, "resources"), "claims"), f"names no claim of the pod: {why}")
+
+
 def _any_container_claims(spec: dict[str, Any]) -> bool:
     return any(
         isinstance(c, dict) and isinstance(c.get("resources"), dict) and c["resources"].get("claims")

@@ -234,3 +234,17 @@ def test_a_gpu_claim_beside_mig_instances_is_refused_naming_the_claim():
 def test_a_template_submitted_without_a_workload_says_it_travels_with_one():
     err = refusal(TWO)
     assert "ResourceClaimTemplate is read with the workloads that name it" in err.message
+
+
+def test_an_argo_containers_claim_is_refused_since_its_pod_has_no_claims():
+    workflow = """
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: wf}
+spec:
+  entrypoint: main
+  templates:
+    - name: main
+      container: {image: i, resources: {claims: [{name: g}]}}
+"""
+    assert refusal(workflow).path == "spec.templates[0].container.resources.claims"
