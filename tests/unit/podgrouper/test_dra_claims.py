@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from muster.grouping.errors import ManifestError
 
-from .support import WORKER_SPEC, group_yaml, only
+from .support import WORKER_SPEC, argo_workflow, group_yaml, only
 
 
 def template(requests: str, *, version: str = "v1", name: str = "gpus", devices: str = "") -> str:
@@ -237,14 +237,7 @@ def test_a_template_submitted_without_a_workload_says_it_travels_with_one():
 
 
 def test_an_argo_containers_claim_is_refused_since_its_pod_has_no_claims():
-    workflow = """
-apiVersion: argoproj.io/v1alpha1
-kind: Workflow
-metadata: {name: wf}
-spec:
-  entrypoint: main
-  templates:
-    - name: main
-      container: {image: i, resources: {claims: [{name: g}]}}
-"""
-    assert refusal(workflow).path == "spec.templates[0].container.resources.claims"
+    workflow = argo_workflow(
+        "containerSet: {containers: [{name: a, image: i}, {name: b, image: i, resources: {claims: [{name: g}]}}]}"
+    )
+    assert refusal(workflow).path == "spec.templates[0].containerSet.containers[1].resources.claims"

@@ -7,7 +7,7 @@ import json
 
 from muster.cli import group_cmd
 
-from .support import MANIFESTS, manifest_docs
+from .support import MANIFESTS, TWO_GPU_CLAIMS, manifest_docs, two_pytorch_workers_claiming
 
 
 def run(argv: list[str]) -> int:
@@ -216,26 +216,7 @@ def test_json_of_a_jobset_shows_its_root_and_replicated_job_minimums(capsys):
 
 def test_json_shows_the_gpus_a_pytorchjob_claims_through_its_template(tmp_path, capsys):
     path = tmp_path / "claims.yaml"
-    path.write_text(
-        """
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: two-gpus}
-spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, count: 2}}]}}}
----
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: train}
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          resourceClaims: [{name: gpus, resourceClaimTemplateName: two-gpus}]
-          containers: [{name: c, image: i, resources: {claims: [{name: gpus}]}}]
-"""
-    )
+    path.write_text(TWO_GPU_CLAIMS + "---" + two_pytorch_workers_claiming())
     assert run(["group", str(path), "--json"]) == 0
     [group] = json.loads(capsys.readouterr().out)["groups"]
     assert group["pods"] == [{"role": "worker", "count": 2, "resources": {"gpu": 2, "cpu": 0, "memory": 0}}]
