@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from muster.bounds import MAX_NODE_GPUS
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_int, get_list, get_map, get_str, join, require_map
 from muster.grouping.podspec import add_claimed_gpus
@@ -132,8 +133,10 @@ def _request_gpus(request: dict[str, Any], path: str, version: str) -> int:
         raise ManifestError(join(epath, "allocationMode"), f"expected {EXACT_COUNT} or {ALL}, got {mode!r}")
     count = get_int(exact, "count", epath, 1)
     assert count is not None
-    if count <= 0:
-        raise ManifestError(join(epath, "count"), f"must be positive, got {count}")
+    if not 0 < count <= MAX_NODE_GPUS:
+        raise ManifestError(
+            join(epath, "count"), f"must be from 1 to {MAX_NODE_GPUS} (a node's most), got {count}"
+        )
     return count
 
 

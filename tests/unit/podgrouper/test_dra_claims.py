@@ -172,6 +172,7 @@ def test_a_container_claim_naming_a_request_the_claim_lacks_is_refused():
         ("deviceClassName: gpu.nvidia.com, adminAccess: true", "exactly.adminAccess"),
         ("deviceClassName: gpu.nvidia.com, tolerations: [{operator: Exists}]", "exactly.tolerations"),
         ("deviceClassName: gpu.nvidia.com, count: 0", "exactly.count"),
+        ("deviceClassName: gpu.nvidia.com, count: 100000000", "exactly.count"),
         ("count: 1", "exactly.deviceClassName"),
     ],
 )
@@ -241,3 +242,21 @@ def test_an_argo_containers_claim_is_refused_since_its_pod_has_no_claims():
         "containerSet: {containers: [{name: a, image: i}, {name: b, image: i, resources: {claims: [{name: g}]}}]}"
     )
     assert refusal(workflow).path == "spec.templates[0].containerSet.containers[1].resources.claims"
+
+
+def test_a_pod_joining_a_submitted_podgroup_carries_its_claimed_gpus():
+    podgroup = """
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {name: pg}
+spec: {queue: team, minMember: 1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, annotations: {pod-group-name: pg}}
+spec:
+  resourceClaims: [{name: g, resourceClaimTemplateName: gpus}]
+  containers: [{name: c, resources: {claims: [{name: g}]}}]
+"""
+    [pod] = only(group_yaml(submitted(TWO, podgroup))).pods
+    assert pod.resources.gpu == 2
