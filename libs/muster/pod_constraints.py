@@ -343,18 +343,13 @@ def affinity_constraints(raw_tolerations: Any, raw_affinity: Any) -> Constraints
 def refuse_unhonoured(spec: dict[str, Any]) -> None:
     """Refuse, by name, a pod-spec field that changes where the pod may run and that muster does not
     honour: ``nodeName``, ``topologySpreadConstraints`` (KAI does not run PodTopologySpread), a container's
-    ``hostPort``, DRA ``resourceClaims`` and a container's ``claims``. (MIG profiles, ``nvidia.com/mig-*``,
-    are honoured: ``muster.mig``.)
+    ``hostPort``. (MIG profiles, ``nvidia.com/mig-*``, are honoured: ``muster.mig``; DRA ``resourceClaims``
+    and a container's ``claims`` are read by the podgrouper, ``grouping/dra_claims.py``.)
     ``affinity``'s own are refused as it is read (``node_affinity``, ``pod_affinity``)."""
     if spec.get("nodeName"):
         raise ConstraintError("nodeName", f"{NOT_HONOURED}: the scheduler chooses the node")
     if spec.get("topologySpreadConstraints"):
         raise ConstraintError("topologySpreadConstraints", NOT_HONOURED)
-    if spec.get("resourceClaims"):
-        # KAI counts DRA GPU claims against quota (kai-semantics §17); muster has no claims to count yet.
-        raise ConstraintError(
-            "resourceClaims", f"{NOT_HONOURED}: dynamic resource claims are not counted or placed"
-        )
     for kind in ("containers", "initContainers"):
         containers = spec.get(kind)
         if not isinstance(containers, list):
@@ -362,21 +357,9 @@ def refuse_unhonoured(spec: dict[str, Any]) -> None:
         for i, container in enumerate(containers):
             if not isinstance(container, dict):
                 continue
-            _refuse_unhonoured_resources(container.get("resources"), f"{kind}[{i}].resources")
             ports = container.get("ports")
             if not isinstance(ports, list):
                 continue
             for j, port in enumerate(ports):
                 if isinstance(port, dict) and port.get("hostPort"):
                     raise ConstraintError(f"{kind}[{i}].ports[{j}].hostPort", NOT_HONOURED)
-
-
-def _refuse_unhonoured_resources(resources: Any, path: str) -> None:
-    """A container's DRA ``claims``: KAI counts DRA GPU claims against quota (§17); muster has no claims to
-    count or place."""
-    if not isinstance(resources, dict):
-        return
-    if resources.get("claims"):
-        raise ConstraintError(
-            join(path, "claims"), f"{NOT_HONOURED}: dynamic resource claims are not counted or placed"
-        )

@@ -3,7 +3,8 @@
 A submission is a list of documents that belong together. Some are context, not
 workloads: ConfigMaps, Services, Queues, PriorityClasses (whose values name
 priorities), training runtimes and workflow templates (which shape the workload
-referring to them). A document owned (``metadata.ownerReferences``) by another
+referring to them), Topologies and DRA ResourceClaimTemplates (whose GPUs the
+pods naming them claim: ``dra_claims``). A document owned (``metadata.ownerReferences``) by another
 document of the batch is grouped with its top owner, as KAI walks owners: a pod
 owned by a bare pod (a Spark executor) joins that pod's group; anything else is
 already described by its owner's templates. Everything else is grouped by the
@@ -18,6 +19,7 @@ import msgspec
 
 from muster import bounds, runtimes
 from muster.events import PodGroupCreated
+from muster.grouping.dra_claims import with_claimed_gpus
 from muster.grouping.errors import ManifestError
 from muster.grouping.external_podgroup import external_pods, is_podgroup, podgroup_created, read_podgroups
 from muster.grouping.fields import as_map, join
@@ -39,6 +41,7 @@ CONTEXT_KINDS = {
     ("scheduling.k8s.io", "PriorityClass"),
     ("scheduling.run.ai", "Queue"),
     ("kai.scheduler", "Topology"),
+    ("resource.k8s.io", "ResourceClaimTemplate"),
     ("trainer.kubeflow.org", "ClusterTrainingRuntime"),
     ("trainer.kubeflow.org", "TrainingRuntime"),
     ("argoproj.io", "WorkflowTemplate"),
@@ -237,6 +240,7 @@ def group_manifests(
     priorities = batch.priority_values()
     try:
         topologies = batch.topologies()
+        claim_templates = batch.claim_templates()
     except ManifestError as exc:
         raise (exc if many else ManifestError(exc.path, exc.message)) from None
     tops = _top_owners([d if isinstance(d, dict) else {} for d in docs])
@@ -258,6 +262,7 @@ def group_manifests(
             results = grouping.group_object(doc, "", meta=meta)
             for result in results:
                 if isinstance(result, Draft):
+                    result = with_claimed_gpus(result, claim_templates)
                     bare = meta.kind == "Pod" and not meta.group and not _owned(doc)
                     members = external_pods(result, podgroups, bare=bare)
                     if members is not None:
@@ -320,10 +325,11 @@ def group_manifests(
         except ManifestError as exc:
             raise (exc.in_document(group.index) if many else exc) from None
         events.append(event)
-    if not events and topologies:
+    if not events and (topologies or claim_templates):
+        kind = "a Topology" if topologies else "a ResourceClaimTemplate"
         raise ManifestError(
             "",
-            "a Topology is read with the workloads that name it: submit them in one file (muster holds none)",
+            f"{kind} is read with the workloads that name it: submit them in one file (muster holds none)",
         )
     if not events:
         raise ManifestError("", "no document in the submission runs any pod")

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from muster.events import PodGroupCreated, PodSpec, SubGroup, Topology
+from muster.grouping.dra_claims import ClaimTemplate, PodClaim, pod_claims, read_templates
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_map, get_str, join, string_map
 from muster.grouping.podspec import build_pod_spec, names_an_image
@@ -104,6 +105,9 @@ class PodTemplate:
     meta_path: str = ""
     """Where the pod's metadata sits in the manifest (``spec.template.metadata``): refusals of its
     labels and annotations name it."""
+    claims: tuple[PodClaim, ...] = ()
+    """DRA claims the pod makes from templates, until ``dra_claims.with_claimed_gpus`` adds their GPUs to
+    ``pod`` (the templates travel in the batch, which a plugin's pod templates are read without)."""
 
     def with_pod(self, **changes: Any) -> PodTemplate:
         return replace(self, pod=msgspec.structs.replace(self.pod, **changes))
@@ -152,6 +156,7 @@ def pod_template(
         priority_class_name=get_str(spec, "priorityClassName", spath),
         image=names_an_image(spec),
         meta_path=meta_path,
+        claims=pod_claims(spec, spath),
     )
 
 
@@ -220,6 +225,15 @@ class Batch:
                 )
             out[topo.name] = topo
         return MappingProxyType(out)
+
+    def claim_templates(self) -> Mapping[str, ClaimTemplate]:
+        """DRA ``ResourceClaimTemplate`` documents in the batch, checked, by name: the ones its pods' claims
+        may name. Raises ``ManifestError`` naming the document and field of a bad one."""
+        return self._claim_templates
+
+    @cached_property
+    def _claim_templates(self) -> Mapping[str, ClaimTemplate]:
+        return read_templates(self.docs)
 
     def priority_values(self) -> dict[str, int]:
         """``PriorityClass`` documents in the batch: name to value."""

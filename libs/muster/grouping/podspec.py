@@ -6,13 +6,16 @@ container (plus the sidecars started before it), and adds the pod overhead. A
 resource a container only limits is requested at its limit. KAI's GPU-sharing
 annotations turn a pod into a share of one device: ``gpu-fraction`` (0 < f <= 1)
 or ``gpu-memory`` (MiB of one device). MIG instances (``nvidia.com/mig-<g>g.<m>gb``)
-are extended resources whose GPUs the allocator counts against quota (``muster.mig``).
+are extended resources whose GPUs the allocator counts against quota (``muster.mig``). GPUs a pod
+claims through DRA (``dra_claims``) are added to its whole GPUs once its submission's templates are read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import msgspec
 
 from muster import mig, pod_constraints
 from muster.events import PodSpec, Resources, SecretEnv
@@ -176,6 +179,27 @@ def _gpu_share(annotations: dict[str, str], path: str, whole: float) -> tuple[fl
     if (GPU_FRACTION in annotations or GPU_MEMORY in annotations) and whole:
         raise ManifestError(apath, f"a shared-GPU pod must not also request {GPU_RESOURCE}")
     return gpu, memory
+
+
+def add_claimed_gpus(
+    pod: PodSpec, gpus: int, annotations: dict[str, str], meta_path: str, claim_path: str
+) -> PodSpec:
+    """``pod`` asking also for ``gpus`` whole GPUs its DRA claims hold (``dra_claims``), which count and
+    are placed as ``nvidia.com/gpu`` is. Refused beside a GPU share or MIG instances: muster cannot tell
+    which the pod meant (``claim_path`` names the first claim)."""
+    if not gpus:
+        return pod
+    for name in (GPU_FRACTION, GPU_MEMORY):
+        if name in annotations:
+            raise ManifestError(
+                join(join(meta_path, "annotations"), name), "cannot be combined with a DRA GPU claim"
+            )
+    resources = msgspec.structs.replace(pod.resources, gpu=pod.resources.gpu + gpus)
+    try:
+        mig.check_request(resources.gpu, resources.gpu_memory, resources.extended)
+    except mig.MigError as exc:
+        raise ManifestError(claim_path, f"a DRA GPU claim beside MIG instances: {exc}") from None
+    return msgspec.structs.replace(pod, resources=resources)
 
 
 def build_pod_spec(

@@ -47,6 +47,54 @@ spec:
 """
 
 
+TWO_GPU_CLAIMS = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: two-gpus}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com, count: 2}}]}}}
+"""
+"""A DRA ResourceClaimTemplate ``two-gpus`` whose claims each hold two GPUs."""
+
+
+def two_pytorch_workers_claiming(template: str = "two-gpus") -> str:
+    """``two_pytorch_workers`` whose pods each claim from the ResourceClaimTemplate ``template``."""
+    return (
+        two_pytorch_workers("{claims: [{name: gpus}]}")
+        + f"          resourceClaims: [{{name: gpus, resourceClaimTemplateName: {template}}}]\n"
+    )
+
+
+def argo_workflow(main: str) -> str:
+    """An Argo Workflow ``wf`` whose entry template ``main`` holds ``main`` (YAML, indented under it)."""
+    return f"""
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {{name: wf}}
+spec:
+  entrypoint: main
+  templates:
+    - name: main
+      {main}
+"""
+
+
+def simulated(scenario: dict[str, Any], groups: list[PodGroupCreated], cycles: int = 3) -> Any:
+    """A ``Simulation`` of ``scenario`` (scenario-format dict) given ``groups`` before its first cycle, after
+    ``cycles`` cycles."""
+    from muster.scenario import parse_scenario, scenario_events
+    from muster.simulate import Simulation
+
+    parsed = parse_scenario(scenario)
+    simulation = Simulation(parsed)
+    simulation.publish(scenario_events(parsed))
+    simulation.publish(groups)
+    simulation.publish(simulation.fleet.step(0.0))
+    for n in range(cycles):
+        simulation.fold.published(n)
+        simulation.cycle(float(n))
+    return simulation
+
+
 def manifest_docs(relative: str) -> list[dict[str, Any]]:
     """Every document of one upstream manifest file (skipping the test if shared/ is absent)."""
     path = MANIFESTS / relative

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
-from muster.scenario import parse_scenario, scenario_events
-from muster.simulate import Simulation
 
-from .support import group_yaml, manifest_docs, only
+from .support import group_yaml, manifest_docs, only, simulated
 
 KF = "training.kubeflow.org/"
 JS = "jobset.sigs.k8s.io/"
@@ -264,7 +262,7 @@ spec:
 
 
 def test_a_pytorchjob_anti_affine_to_its_own_job_name_gets_one_worker_per_node():
-    scenario = parse_scenario(
+    simulation = simulated(
         {
             "name": "spread",
             "nodes": [
@@ -277,15 +275,9 @@ def test_a_pytorchjob_anti_affine_to_its_own_job_name_gets_one_worker_per_node()
             ],
             "queues": [{"name": "team"}],
             "jobs": [],
-        }
+        },
+        group_yaml(PYTORCH),
     )
-    simulation = Simulation(scenario)
-    simulation.publish(scenario_events(scenario))
-    simulation.publish(group_yaml(PYTORCH))
-    simulation.publish(simulation.fleet.step(0.0))
-    for n in range(3):
-        simulation.fold.published(n)
-        simulation.cycle(float(n))
     nodes = sorted(pod.node for pod in simulation.fleet.bound() if pod.job == "train")
     assert nodes == ["node-0", "node-1", "node-2"]
 

@@ -7,7 +7,7 @@ import json
 
 from muster.cli import group_cmd
 
-from .support import MANIFESTS, manifest_docs
+from .support import MANIFESTS, TWO_GPU_CLAIMS, manifest_docs, two_pytorch_workers_claiming
 
 
 def run(argv: list[str]) -> int:
@@ -212,3 +212,11 @@ def test_json_of_a_jobset_shows_its_root_and_replicated_job_minimums(capsys):
         {"name": "driver", "parent": None, "min_subgroup": 1},
         {"name": "driver-replica-0", "parent": "driver", "min_available": 1},
     ]
+
+
+def test_json_shows_the_gpus_a_pytorchjob_claims_through_its_template(tmp_path, capsys):
+    path = tmp_path / "claims.yaml"
+    path.write_text(TWO_GPU_CLAIMS + "---" + two_pytorch_workers_claiming())
+    assert run(["group", str(path), "--json"]) == 0
+    [group] = json.loads(capsys.readouterr().out)["groups"]
+    assert group["pods"] == [{"role": "worker", "count": 2, "resources": {"gpu": 2, "cpu": 0, "memory": 0}}]

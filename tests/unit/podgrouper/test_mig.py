@@ -63,8 +63,3 @@ def test_a_legacy_mig_annotation_is_refused_since_kai_never_schedules_such_a_pod
     err = refusal(text)
     assert err.path == "metadata.annotations.nvidia.com/mig-1g.10gb"
     assert "legacy MIG" in err.message and "never schedules" in err.message
-
-
-def test_dynamic_resource_claims_stay_refused_beside_mig():
-    text = PYTORCH.replace("{requests: {nvidia.com/mig-1g.10gb: 1}}", "{claims: [{name: gpu}]}")
-    assert refusal(text).path == f"{WORKER_SPEC}.containers[0].resources.claims"

@@ -215,14 +215,6 @@ def test_a_container_host_port_is_refused_by_name():
     assert refusal(text).path == f"{WORKER_SPEC}.containers[0].ports[0].hostPort"
 
 
-def test_dynamic_resource_claims_are_refused_by_name_not_dropped():
-    assert refusal(pytorch(resourceClaims="[{name: gpu, resourceClaimTemplateName: one-gpu}]")).path == (
-        f"{WORKER_SPEC}.resourceClaims"
-    )
-    text = PYTORCH.replace("{limits: {nvidia.com/gpu: 1}}", "{claims: [{name: gpu}]}")
-    assert refusal(text).path == f"{WORKER_SPEC}.containers[0].resources.claims"
-
-
 def test_spark_roles_carry_their_own_tolerations():
     group = only(
         group_yaml(

@@ -7,7 +7,7 @@ from muster.grouping import command_job, muster_job
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
 
-from .support import group_yaml, only
+from .support import argo_workflow, group_yaml, only
 
 PYTORCH = """
 apiVersion: kubeflow.org/v1
@@ -79,16 +79,7 @@ spec:
 
 
 def test_an_argo_step_runs_its_containers_image():
-    text = """
-apiVersion: argoproj.io/v1alpha1
-kind: Workflow
-metadata: {name: wf}
-spec:
-  entrypoint: main
-  templates:
-    - name: main
-      container: {image: alpine, command: [echo, hi]}
-"""
+    text = argo_workflow("container: {image: alpine, command: [echo, hi]}")
     assert only(group_yaml(text)).runtime == "image"
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from muster.grouping import controller_labels
+from muster.grouping.dra_claims import refuse_container_claims
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_bool, get_int, get_list, get_map, get_str, join, string_map
 from muster.grouping.limits import MAX_DEPTH, MAX_PODS
@@ -167,6 +168,7 @@ def _pod(walk: _Walk, template: dict[str, Any], tpath: str, containers, role: st
     }
     # Argo gives the pod the template's tolerations, and its affinity, where the template has them; else
     # the workflow's.
+    refuse_container_claims([*init, *containers], "an Argo template gives its pod no resourceClaims")
     own = placement_constraints(template, tpath)
     workflow = placement_constraints(walk.spec, walk.spath)
     pod = pod_spec_from_totals(
