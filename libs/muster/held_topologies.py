@@ -54,12 +54,16 @@ class HeldTopologies:
             self.by_name[topo.name] = topo
 
 
-async def read_held(bus: NatsBus, held: HeldTopologies | None = None) -> HeldTopologies:
-    """``held`` (a new fold by default) with the declarations on ``bus``'s topologies subject after its
-    watermark folded in, through the log's end as it is now: the podgrouper's start, the CLI's door."""
+async def read_held(
+    bus: NatsBus, held: HeldTopologies | None = None, *, start_seq: int | None = None
+) -> HeldTopologies:
+    """``held`` (a new fold by default) with the declarations on ``bus``'s topologies subject from
+    ``start_seq`` (default: after its watermark) folded in, through the log's end as it is now: the
+    podgrouper's start (after its snapshot), the CLI's door."""
     held = held if held is not None else HeldTopologies()
     end = await bus.last_seq()
-    async for delivery in bus.read([bus.subjects.topologies], start_seq=held.watermark + 1, end_seq=end):
+    start = held.watermark + 1 if start_seq is None else start_seq
+    async for delivery in bus.read([bus.subjects.topologies], start_seq=start, end_seq=end):
         for event in delivery.events:
             held.apply(event)
     held.watermark = max(held.watermark, end)

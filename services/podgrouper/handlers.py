@@ -3,11 +3,14 @@ it declares, which later submissions may name."""
 
 from __future__ import annotations
 
+import asyncio
+
 from muster import telemetry
 from muster.bus import Bus, Delivery, envelopes
 from muster.events import TopologyDeclared, WorkloadSubmitted
 from muster.grouping.submission import group_submission
 from muster.held_topologies import HeldTopologies
+from muster.snapshotting import Snapshotter
 from muster.subjects import Subjects
 
 
@@ -18,10 +21,21 @@ class PodgrouperHandlers:
     stream has stored it: the next submission already resolves against it, and a restart reads the
     same declarations back (``held_topologies.read_held``)."""
 
-    def __init__(self, bus: Bus, subjects: Subjects, topologies: HeldTopologies | None = None):
+    def __init__(
+        self,
+        bus: Bus,
+        subjects: Subjects,
+        topologies: HeldTopologies | None = None,
+        snapshots: Snapshotter | None = None,
+    ):
         self.bus = bus
         self.subjects = subjects
         self.topologies = topologies if topologies is not None else HeldTopologies()
+        self.snapshots = snapshots
+        """Of ``topologies``: one is taken, when due, after a declaration."""
+        self.turn = asyncio.Lock()
+        """Declaring and claiming the log's end for a snapshot take turns: a declaration half made is
+        neither on the log nor safely off it."""
 
     async def handle(self, deliveries: list[Delivery]) -> None:
         for delivery in deliveries:
@@ -48,8 +62,11 @@ class PodgrouperHandlers:
         hold its declarations already, and declares nothing again."""
         n = next((i for i, e in enumerate(events) if not isinstance(e, TopologyDeclared)), len(events))
         declared = events[:n]
-        stored = await self.bus.publish(self.subjects.topologies, declared, msg_id=msg_id)
-        for event in declared:
-            self.topologies.apply(event)
-        self.topologies.watermark = max(self.topologies.watermark, stored)
+        async with self.turn:
+            stored = await self.bus.publish(self.subjects.topologies, declared, msg_id=msg_id)
+            for event in declared:
+                self.topologies.apply(event)
+            self.topologies.watermark = max(self.topologies.watermark, stored)
+            if self.snapshots is not None and self.snapshots.due(live=True):
+                await self.snapshots.take()
         return events[n:]

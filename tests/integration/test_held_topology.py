@@ -1,11 +1,12 @@
 """Against NATS: a KAI Topology submitted on its own is held by the podgrouper service (kai-semantics.md
 §18); a later submission names it, and so does one after the podgrouper restarts, which reads its
-declarations back from the log."""
+declarations back from the log, or from its snapshot once the stream has been purged."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from muster.events import PodGroupCreated, Topology, TopologyDeclared, WorkloadS
 from muster.runtime.settings import Endpoints, Settings
 from muster.runtime.system import prepare
 from muster.service import run_service
+from muster.snapshots import existing_stores, snapshot_bucket
 
 from services.podgrouper.app import run as podgrouper
 from tests.conftest import drop_schema
@@ -76,6 +78,8 @@ async def bus_and_podgrouper(endpoints: Endpoints, tmp_path: Path):
     finally:
         await service.halt()
         with contextlib.suppress(Exception):
+            await bus.js.delete_object_store(snapshot_bucket(endpoints.subjects.stream, "podgrouper"))
+        with contextlib.suppress(Exception):
             await bus.js.delete_stream(endpoints.subjects.stream)
         await bus.close()
         await drop_schema(endpoints)
@@ -113,6 +117,32 @@ async def test_a_topology_submitted_first_is_named_by_later_submissions_across_a
     assert second.topology == Topology(name="network", levels=(RACK, HOST), required=HOST)
     declared = [e async for d in bus.read([bus.subjects.topologies]) for e in d.events]
     assert [type(e) for e in declared] == [TopologyDeclared]  # declared once, read back after the restart
+
+
+async def test_a_restarted_podgrouper_holds_a_topology_whose_declaration_the_stream_no_longer_has(
+    bus_and_podgrouper,
+):
+    bus, service = bus_and_podgrouper
+    await service.halt()
+    service.settings = dataclasses.replace(
+        service.settings, extra={"MUSTER_SNAPSHOT_EVERY": "1", "MUSTER_SNAPSHOT_MIN_INTERVAL": "0"}
+    )
+    service.start()
+    await submit(bus, "topology", NETWORK_TOPOLOGY)
+
+    async def snapshot_past_the_declaration():
+        stores = dict(await existing_stores(bus.js, bus.subjects.stream))
+        metas = await stores["podgrouper"].list("podgrouper") if "podgrouper" in stores else []
+        declarations = [d.seq async for d in bus.read([bus.subjects.topologies])]
+        return declarations and max((m.seq for m in metas), default=0) >= declarations[-1]
+
+    await wait_until(snapshot_past_the_declaration, what="a snapshot of the held topology")
+    await service.halt()
+    await bus.js.purge_stream(bus.subjects.stream)
+    service.start()
+    await submit(bus, "after", job("after", "rack"))
+    after = await group_named(bus, "after")
+    assert after.topology == Topology(name="network", levels=(RACK, HOST), required=RACK)
 
 
 async def test_muster_submit_of_a_topology_then_of_a_workload_naming_it(system):  # noqa: F811
