@@ -14,17 +14,17 @@ import contextlib
 
 from muster import snapshotting
 from muster.held_topologies import HeldTopologies, read_held
+from muster.held_topologies_snapshot import WHAT, HeldTopologiesCodec
 from muster.service import ServiceContext
 
 from services.podgrouper.handlers import PodgrouperHandlers
-from services.podgrouper.snapshot import HeldTopologiesCodec
 from services.podgrouper.tenant_handlers import TenantHandlers
 
 
 async def run(ctx: ServiceContext) -> None:
     topologies = HeldTopologies()
     snapshots, start_seq = await snapshotting.restored(
-        ctx.bus, "podgrouper", topologies, HeldTopologiesCodec(), owner="podgrouper", env=ctx.settings.extra
+        ctx.bus, WHAT, topologies, HeldTopologiesCodec(), owner=WHAT, env=ctx.settings.extra
     )
     await read_held(ctx.bus, topologies, start_seq=start_seq)
     if snapshots.due(live=False):

@@ -43,11 +43,11 @@ async def submit_and_hear(client, docs: list, *, queue: str | None, uid: str) ->
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from muster.cli.live import live_topologies
     from muster.cli.manifests import read_manifests
     from muster.cli.queue_check import known_queues, note_unchecked, refuse_unknown_queues
     from muster.grouping.errors import ManifestError
     from muster.grouping.group import Grouped, group_and_declare
-    from muster.held_topologies import read_held
     from muster.queues.default import DEFAULT_QUEUE
     from muster.sdk import Client, SubmitError, workload_uid
     from muster.tenants import TenantError
@@ -66,8 +66,9 @@ def _run(args: argparse.Namespace) -> int:
         try:
             tenant, queue = client.tenant, args.queue
             checked = grouped
-            if tenant is None:  # a tenant reads only its own subjects; the podgrouper answers it
-                held = (await read_held(client.bus)).by_name
+            # A tenant reads only its own subjects, and a purged log may not say: the podgrouper decides.
+            held = await live_topologies(client.bus) if tenant is None else None
+            if held is not None:
                 try:
                     checked = group_and_declare(docs, held=held, queue_override=args.queue)
                 except ManifestError as exc:

@@ -4,9 +4,8 @@ the one imaged did, and two folds of one log image to one digest."""
 from __future__ import annotations
 
 from muster.held_topologies import HeldTopologies, declaration
+from muster.held_topologies_snapshot import HeldTopologiesCodec
 from muster.topologies import Level, TopologyDef
-
-from services.podgrouper.snapshot import HeldTopologiesCodec
 
 NETWORK = TopologyDef(
     "network", (Level("accelerator.nvidia.com/rack", "rack"), Level("kubernetes.io/hostname"))

@@ -10,12 +10,14 @@ image's sha256 is the digest.
 from __future__ import annotations
 
 import msgspec
+
 from muster.events import TopologyDeclared
 from muster.held_topologies import HeldTopologies, declaration
 from muster.snapshotting import Image, decoded, encode, pack, unpack
 
 FORMAT = 1
 WHAT = "podgrouper"
+"""The podgrouper's fold, as its snapshots name it; its store has the same owner."""
 
 
 class HeldImage(msgspec.Struct, kw_only=True):
