@@ -48,6 +48,7 @@ def _run(args: argparse.Namespace) -> int:
     from muster.cli.queue_check import known_queues, note_unchecked, refuse_unknown_queues
     from muster.grouping.errors import ManifestError
     from muster.grouping.group import Grouped, group_and_declare
+    from muster.grouping.submission import TENANT_TOPOLOGY
     from muster.queues.default import DEFAULT_QUEUE
     from muster.sdk import Client, SubmitError, workload_uid
     from muster.tenants import TenantError
@@ -82,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
                 # A mistyped name gets the name meant before queue_for's own complaint about it.
                 refuse_unknown_queues(wanted, live, tenant=tenant)
                 if not groups:
-                    fail(f"{args.file}: a tenant's submission declares no Topology; it needs a workload")
+                    fail(f"{args.file}: kind: {TENANT_TOPOLOGY}")
                 if queue is None and groups[0].queue in tenant.queues:
                     queue = groups[0].queue  # the queue the manifest names picks the tenant's subject
                 wanted.append(tenant.queue_for(queue))

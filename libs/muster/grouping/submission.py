@@ -6,8 +6,13 @@ from collections.abc import Mapping
 
 from muster.events import Event, WorkloadRejected, WorkloadSubmitted
 from muster.grouping.errors import ManifestError
-from muster.grouping.group import group_and_declare, group_manifests
+from muster.grouping.group import group_and_declare
 from muster.topologies import TopologyDef
+
+TENANT_TOPOLOGY = (
+    "a Topology is a cluster object, which a tenant does not declare: a tenant's workloads name the "
+    "ones the system holds, or carry their own in the same submission"
+)
 
 
 def group_submission(
@@ -26,27 +31,19 @@ def group_submission(
     constraints may name. ``declare``: False for a submitter that may not change the system's
     Topologies (a tenant): its own are read for its workloads only, and one alone is refused.
     """
-    uid, at, queue = submission.uid, submission.submitted_at, submission.queue
     try:
-        if not declare:
-            return list(
-                group_manifests(
-                    submission.manifests,
-                    submitted_at=at,
-                    uid=uid,
-                    queue_override=queue,
-                    nesting_bounded=admitted,
-                    held=held,
-                )
-            )
         grouped = group_and_declare(
             submission.manifests,
             held=held or {},
-            submitted_at=at,
-            uid=uid,
-            queue_override=queue,
+            submitted_at=submission.submitted_at,
+            uid=submission.uid,
+            queue_override=submission.queue,
             nesting_bounded=admitted,
         )
     except ManifestError as exc:
         return [WorkloadRejected(uid=submission.uid, error=exc.message, field=exc.path)]
-    return [*grouped.declared, *grouped.groups]
+    if declare:
+        return [*grouped.declared, *grouped.groups]
+    if not grouped.groups:
+        return [WorkloadRejected(uid=submission.uid, error=TENANT_TOPOLOGY, field="kind")]
+    return list(grouped.groups)

@@ -130,7 +130,19 @@ def test_a_tenants_workload_names_a_held_topology():
 
 def test_a_tenant_declares_no_topology():
     [answer] = decide_submission(Owners(), "team", "q", submission(NETWORK))
-    assert isinstance(answer, WorkloadRejected)
+    assert isinstance(answer, WorkloadRejected) and answer.field == "kind" and "tenant" in answer.error
+
+
+def test_a_tenants_own_topology_serves_its_own_workloads_and_is_not_declared():
+    moved = NETWORK.replace("alias: rack", "alias: top").replace("alias: node", "alias: rack")
+    [group] = decide_submission(
+        Owners(),
+        "team",
+        "q",
+        submission(moved, job("j", "network", "rack")),
+        held=holding(HELD_NETWORK).by_name,
+    )
+    assert isinstance(group, PodGroupCreated) and group.topology.required == HOST
 
 
 def test_admission_refuses_a_declaration_kai_would_not_accept():
