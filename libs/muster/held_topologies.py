@@ -5,6 +5,10 @@ podgrouper declares each Topology a submission carries (``declarations``), unles
 already, and folds its own declarations (``HeldTopologies.apply``), read back from the log at start, so
 a restart resolves a constraint exactly as before. A declaration replaces the one of its name; KAI's
 update rule (labels immutable, aliases editable) is ``topologies.check_update``, checked before.
+
+Unlike KAI, which turns aliases into labels at every cycle, a job's constraint is resolved once, when
+its workload is grouped: an alias edited later changes what later workloads mean by it, not a job
+already grouped (the allocator and ``muster replay`` see only the labels its group carries).
 """
 
 from __future__ import annotations
