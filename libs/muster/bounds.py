@@ -25,9 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from muster import events as ev
+from muster.held_topologies import declared
 from muster.names import JOB, MAX_NAME, NODE, POOL, QUEUE, TENANT, Rule, quoted
 from muster.subgroups import SubGroupError, check_tree
-from muster.topologies import shape_error
+from muster.topologies import TopologyError, shape_error
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 """Postgres ``integer``: priorities, pod indices, cycles, epochs, pod counts are stored in one."""
@@ -421,6 +422,15 @@ def _named(e: Any) -> None:
     _refers(".name", e.name)
 
 
+def _topology(e: ev.TopologyDeclared) -> None:
+    """A declaration the podgrouper's fold can hold: a Topology KAI's CRD and webhook accept."""
+    _refers(".name", e.name)
+    try:
+        declared(e)
+    except TopologyError as exc:
+        raise OutOfBounds(f".{exc.field}", exc.message) from None
+
+
 def _letter(e: ev.DeadLettered) -> None:
     _range(".stream_seq", e.stream_seq, 0, INT64_MAX)
 
@@ -457,6 +467,7 @@ _CHECKS: dict[type, Callable[[Any], None]] = {
     ev.PodCompleted: _pod,
     ev.PodFailed: _failed,
     ev.DeadLettered: _letter,
+    ev.TopologyDeclared: _topology,
 }
 # The same checks for events whose free-form documents are known to nest within MAX_NESTING.
 _SHALLOW_CHECKS: dict[type, Callable[[Any], None]] = {

@@ -67,6 +67,11 @@ the node monitor's timeout is declared lost in one envelope on
 (they are pending again), then ``NodeRemoved``. An agent that comes back
 registers the node again and stops whatever the log says is gone.
 
+Topologies (KAI's cluster-scoped ``Topology``, kai-semantics.md §18): a submission that carries one
+makes the podgrouper declare it on ``topologies`` (``TopologyDeclared``) unless it holds it unchanged
+already; from then on later submissions may name it. A re-declaration keeps the node labels (only
+aliases change); one that changes them is refused with the rest of its submission (WorkloadRejected).
+
 Queue lifecycle: ``UpsertQueue`` is a request; the queue-controller answers
 ``QueueUpserted`` or ``QueueRejected`` (naming the field). ``DeleteQueue``
 answers ``QueueDeleted`` or ``QueueRejected``.
@@ -252,6 +257,15 @@ class Topology(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     level is one value of each label down to it, and a preferred level is relaxed up to the required."""
 
 
+class TopologyLevel(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """One level of a declared Topology: a node label and, optionally, the alias constraints may use."""
+
+    label: str
+    alias: str = ""
+
+
 class MinRuntime(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Seconds a running job is protected from preempt / reclaim."""
 
@@ -407,6 +421,16 @@ class RequestAnswered(_Event, tag="RequestAnswered", kw_only=True):
     """Why the request was refused; '' when it was done."""
     field: str = ""
     """The field a refused submission was refused for."""
+
+
+class TopologyDeclared(_Event, tag="TopologyDeclared", kw_only=True):
+    """The podgrouper holds KAI Topology ``name`` with these levels (widest first) from now on, in place
+    of any earlier declaration of the name (whose labels these keep: only aliases change)."""
+
+    name: str
+    levels: list[TopologyLevel]
+    workload_uid: str = ""
+    """The submission that carried it."""
 
 
 class UpsertQueue(_Event, tag="UpsertQueue", kw_only=True):
@@ -667,6 +691,7 @@ Event = Union[  # noqa: UP007 (a runtime union object whose __args__ lists the t
     CancelRequested,
     CancelRefused,
     RequestAnswered,
+    TopologyDeclared,
 ]
 
 EVENT_TYPES: tuple[type[_Event], ...] = Event.__args__  # type: ignore[attr-defined]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 log = logging.getLogger(__name__)
 
 
-DEFAULT_REQUIRES = "allocator-default,binder,nodewatch,queue-controller"
+DEFAULT_REQUIRES = "allocator-default,binder,nodewatch,queue-controller,podgrouper"
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ class RetentionPolicy:
     @classmethod
     def from_env(cls, env: dict[str, str]) -> RetentionPolicy | None:
         """``MUSTER_STREAM_KEEP`` turns retention on; ``MUSTER_RETENTION_REQUIRES`` lists required
-        folds, comma-separated (default: the default pool's allocator, the binder, the node monitor
-        and the queue-controller; machine agents count once they have a snapshot)."""
+        folds, comma-separated (default: the default pool's allocator, the binder, the node monitor,
+        the queue-controller and the podgrouper; machine agents count once they have a snapshot)."""
         keep = env.get("MUSTER_STREAM_KEEP")
         if not keep:
             return None

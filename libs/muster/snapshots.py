@@ -192,7 +192,7 @@ class DirectorySnapshots:
             (self.path / meta.key).with_suffix(suffix).unlink(missing_ok=True)
 
 
-SNAPSHOT_OWNERS = ("", "binder", "nodewatch", "queue-controller", "agent")
+SNAPSHOT_OWNERS = ("", "binder", "nodewatch", "queue-controller", "podgrouper", "agent")
 """The logins that write snapshots, each in its own bucket (the allocator's has no owner's name)."""
 
 

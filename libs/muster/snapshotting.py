@@ -19,10 +19,12 @@ process knows.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -263,3 +265,24 @@ async def restored(
         **settings(env),
     )
     return snapshots, await snapshots.restore(await bus.first_seq(), await bus.last_seq())
+
+
+async def keep_snapshotted(
+    snapshots: Snapshotter, turn: asyncio.Lock, catch_up: Callable[[], Awaitable[None]], stop: asyncio.Event
+) -> None:
+    """Until ``stop``: now and then, in ``turn`` with the fold's own writes, ``catch_up`` (move the
+    fold's watermark to the log's end) and snapshot if due.
+
+    For a fold of a subject its service alone writes: with no write in flight, every message of it on
+    the log is one the fold holds, so the fold is the fold through the log's end, and its snapshots keep
+    up with the log while it is quiet (stream retention waits for every fold's snapshots)."""
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), max(1.0, snapshots.min_interval))
+        try:
+            async with turn:
+                await catch_up()
+                if snapshots.due(live=True):
+                    await snapshots.take()
+        except Exception:  # noqa: BLE001 — a snapshot missed is taken at the next look
+            log.warning("%s not snapshotted this time", snapshots.name, exc_info=True)

@@ -26,6 +26,8 @@ EVENT_TYPES: dict[str, frozenset[str]] = {
     "podgroups": frozenset({"PodGroupCreated", "PodGroupDeleted", "WorkloadRejected", "CancelRefused"}),
     # The podgrouper's answers to one tenant (`answers.<tenant>`), which only that tenant reads.
     "answers.*": frozenset({"RequestAnswered"}),
+    # The podgrouper's declarations of KAI Topologies, which it alone writes and folds.
+    "topologies": frozenset({"TopologyDeclared"}),
     "queues.requests": frozenset({"UpsertQueue", "DeleteQueue"}),
     "queues.events": frozenset({"QueueUpserted", "QueueDeleted", "QueueRejected"}),
     "queues.status": frozenset({"QueueStatus"}),
@@ -145,6 +147,11 @@ class Subjects:
     def podgroups(self) -> str:
         """PodGroupCreated, PodGroupDeleted, WorkloadRejected, CancelRefused."""
         return f"{self.prefix}.podgroups"
+
+    @property
+    def topologies(self) -> str:
+        """TopologyDeclared."""
+        return f"{self.prefix}.topologies"
 
     @property
     def queue_requests(self) -> str:

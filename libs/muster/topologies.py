@@ -10,8 +10,10 @@ Where KAI leaves a job with a bad constraint unscheduled with a configuration er
 does not exist, a level that is not one of its levels, a preferred level wider than the required one,
 a topology named with neither level), muster refuses it when it is read, naming the field.
 
-The scenario loader (its ``topologies`` list) and the podgrouper (``kai.scheduler/v1alpha1`` Topology
-documents) read topologies through this module; ``muster.scheduler.topology`` places by them.
+A Topology is a cluster object: once declared, the podgrouper holds it for later submissions
+(``muster.held_topologies``), and a re-declaration may edit its aliases, never its labels
+(``check_update``). The scenario loader (its ``topologies`` list) and the podgrouper
+(``kai.scheduler/v1alpha1`` Topology documents) read topologies through this module; ``muster.scheduler.topology`` places by them.
 """
 
 from __future__ import annotations
@@ -98,6 +100,18 @@ def check_topology(name: str, levels: Sequence[Level], path: str = "") -> Topolo
             )
         seen_aliases[level.alias] = k
     return TopologyDef(name, tuple(levels))
+
+
+def check_update(held: TopologyDef | None, new: TopologyDef, path: str = "") -> None:
+    """``TopologyError`` (naming ``levels`` under ``path``) when ``new`` would change the node labels of
+    the topology of its name already ``held``: KAI's webhook lets an update edit aliases only."""
+    if held is None or held.labels() == new.labels():
+        return
+    raise TopologyError(
+        join(path, "levels"),
+        f"topology {new.name!r} is held with the node labels {', '.join(held.labels())}; they are "
+        "immutable (only aliases may be edited)",
+    )
 
 
 def is_topology_manifest(doc: object) -> bool:

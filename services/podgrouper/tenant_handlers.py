@@ -7,6 +7,7 @@ from muster import telemetry
 from muster.bus import Delivery, NatsBus, envelopes
 from muster.events import CancelRequested, Event, WorkloadSubmitted
 from muster.grouping.tenancy import Owners, answer, decide_cancel, decide_submission
+from muster.held_topologies import HeldTopologies
 from muster.subjects import Subjects
 
 
@@ -18,9 +19,11 @@ class TenantHandlers:
     (this one's to earlier requests, and cancels by the system's logins).
     """
 
-    def __init__(self, bus: NatsBus, subjects: Subjects):
+    def __init__(self, bus: NatsBus, subjects: Subjects, topologies: HeldTopologies | None = None):
         self.bus = bus
         self.subjects = subjects
+        self.topologies = topologies if topologies is not None else HeldTopologies()
+        """The system's topologies, which a tenant's workloads may name (and may not declare)."""
         self.owners = Owners()
         self._read_to = 0
 
@@ -44,7 +47,14 @@ class TenantHandlers:
                 match request:
                     case WorkloadSubmitted():
                         events, key = (
-                            decide_submission(self.owners, tenant, queue, request, admitted=True),
+                            decide_submission(
+                                self.owners,
+                                tenant,
+                                queue,
+                                request,
+                                admitted=True,
+                                held=self.topologies.by_name,
+                            ),
                             request.uid,
                         )
                     case CancelRequested():

@@ -87,22 +87,11 @@ async def run(ctx: ServiceContext) -> None:
                 if snapshots.due(live=True):
                     await snapshots.take()
 
-    async def keep_snapshotted() -> None:
-        """With no answer in flight, every queue message on the log is one the book holds: the book is
-        the fold through the log's end, so its snapshots keep up with the log while queues are quiet."""
-        while not ctx.stop.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(ctx.stop.wait(), max(1.0, snapshots.min_interval))
-            try:
-                async with turn:
-                    fold.book = book
-                    fold.watermark = max(fold.watermark, await ctx.bus.last_seq())
-                    if snapshots.due(live=True):
-                        await snapshots.take()
-            except Exception:  # noqa: BLE001 — a snapshot missed is taken at the next look
-                log.warning("queue book not snapshotted this time", exc_info=True)
+    async def catch_up() -> None:
+        fold.book = book
+        fold.watermark = max(fold.watermark, await ctx.bus.last_seq())
 
-    keeper = asyncio.create_task(keep_snapshotted())
+    keeper = asyncio.create_task(snapshotting.keep_snapshotted(snapshots, turn, catch_up, ctx.stop))
     try:
         await ctx.bus.consume("queue-controller", [ctx.subjects.queue_requests], handle, stop=ctx.stop)
     finally:

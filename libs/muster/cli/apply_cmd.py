@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "apply",
         description="Nodes join the simulated fleet, queues go to the queue-controller, and every job is "
-        "submitted (as the plain muster job kind) in one workload, keeping its scenario name. Pods the "
+        "submitted (as the plain muster job kind) in one workload, keeping its scenario name, with the "
+        "scenario's topologies, which the system holds from then on for later workloads. Pods the "
         "scenario says already run are handed to the fleet with its nodes: it reports them running since "
         "now + started_at, before the allocator decides anything.",
     )
@@ -91,13 +92,14 @@ async def apply(scenario: Scenario, endpoints: Endpoints | None = None) -> dict:
         answers = await client.apply_queues(topological(queues))
         rejected = {n: a for n, a in answers.items() if isinstance(a, QueueRejected)}
         submitted = None
-        if not rejected and jobs:
+        topologies = topology_manifests(scenario)
+        if not rejected and (jobs or topologies):
             # The running pods go first: the log then names them before their groups exist, so the
             # allocator never sees a group whose running pods it has not been told of.
             await client.adopt_pods(running)
             # One submission: the allocator sees every job of the scenario at once, as the simulator does;
-            # the scenario's Topologies travel with the jobs whose constraints name them.
-            submitted = await client.submit(topology_manifests(scenario) + jobs, submitted_at=start, uid=uid)
+            # the scenario's Topologies travel with its jobs, and the podgrouper holds them for later ones.
+            submitted = await client.submit(topologies + jobs, submitted_at=start, uid=uid)
         return {
             "nodes": len(nodes),
             "queues": sorted(answers),

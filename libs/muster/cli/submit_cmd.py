@@ -43,25 +43,38 @@ async def submit_and_hear(client, docs: list, *, queue: str | None, uid: str) ->
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
+    from muster.cli.live import live_topologies
     from muster.cli.manifests import read_manifests
     from muster.cli.queue_check import known_queues, note_unchecked, refuse_unknown_queues
     from muster.grouping.errors import ManifestError
-    from muster.grouping.group import group_manifests
+    from muster.grouping.group import Grouped, group_and_declare
+    from muster.grouping.submission import TENANT_TOPOLOGY
     from muster.queues.default import DEFAULT_QUEUE
     from muster.sdk import Client, SubmitError, workload_uid
     from muster.tenants import TenantError
 
     docs = read_manifests(args.file)
     try:
-        groups = group_manifests(docs, queue_override=args.queue)
+        # Checked first without the system (a bad file is refused whether or not one runs), then
+        # against the Topologies it holds, which the workloads may name.
+        grouped = group_and_declare(docs, held={}, queue_override=args.queue)
     except ManifestError as exc:
         fail(f"{args.file}: {exc}")
     endpoints = running_endpoints()
 
-    async def send() -> str:
+    async def send() -> tuple[str, Grouped]:
         client = await Client.connect(endpoints, tenant=args.tenant)
         try:
             tenant, queue = client.tenant, args.queue
+            checked = grouped
+            # A tenant reads only its own subjects, and a purged log may not say: the podgrouper decides.
+            held = await live_topologies(client.bus) if tenant is None else None
+            if held is not None:
+                try:
+                    checked = group_and_declare(docs, held=held, queue_override=args.queue)
+                except ManifestError as exc:
+                    fail(f"{args.file}: {exc}")
+            groups = checked.groups
             live = await known_queues(client)
             wanted = [g.queue for g in groups]
             if tenant is not None:
@@ -69,21 +82,24 @@ def _run(args: argparse.Namespace) -> int:
                 wanted = [q for q in wanted if q != DEFAULT_QUEUE]
                 # A mistyped name gets the name meant before queue_for's own complaint about it.
                 refuse_unknown_queues(wanted, live, tenant=tenant)
+                if not groups:
+                    fail(f"{args.file}: kind: {TENANT_TOPOLOGY}")
                 if queue is None and groups[0].queue in tenant.queues:
                     queue = groups[0].queue  # the queue the manifest names picks the tenant's subject
                 wanted.append(tenant.queue_for(queue))
             refuse_unknown_queues(wanted, live, tenant=tenant)
             note_unchecked(wanted, live)
-            return await submit_and_hear(client, docs, queue=queue, uid=workload_uid(docs))
+            return await submit_and_hear(client, docs, queue=queue, uid=workload_uid(docs)), checked
         finally:
             await client.close()
 
     try:
-        uid = asyncio.run(send())
+        uid, grouped = asyncio.run(send())
     except TenantError as exc:
         fail(str(exc))
     except SubmitError as exc:
         fail(str(exc), CHECK_FAILED)
+    groups = grouped.groups
     if args.json:
         print_json(
             {
@@ -91,9 +107,12 @@ def _run(args: argparse.Namespace) -> int:
                 "groups": [
                     {"name": g.name, "queue": g.queue, "pods": sum(p.count for p in g.pods)} for g in groups
                 ],
+                "topologies": [t.name for t in grouped.declared],
             }
         )
     else:
+        for t in grouped.declared:
+            print(f"declared topology {t.name}: {', '.join(level.label for level in t.levels)}")
         for g in groups:
             print(
                 f"submitted {g.name}: {sum(p.count for p in g.pods)} pods to queue {g.queue} (min {g.min_available})"

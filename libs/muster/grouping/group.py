@@ -13,12 +13,14 @@ plugin the registry names for its apiVersion/kind.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from muster import bounds, runtimes
-from muster.events import PodGroupCreated
+from muster.events import PodGroupCreated, TopologyDeclared
 from muster.grouping.dra_claims import with_claimed_gpus
 from muster.grouping.errors import ManifestError
 from muster.grouping.external_podgroup import external_pods, is_podgroup, podgroup_created, read_podgroups
@@ -28,7 +30,9 @@ from muster.grouping.metadata import finish
 from muster.grouping.model import Batch, Context, Draft, Meta, PodTemplate, object_meta
 from muster.grouping.nesting import check_depth
 from muster.grouping.registry import REGISTRY, Registry
+from muster.held_topologies import declarations
 from muster.names import JOB, QUEUE, quoted
+from muster.topologies import TopologyDef
 
 # Kinds that never run pods themselves; skipped unless a workload refers to them.
 CONTEXT_KINDS = {
@@ -206,6 +210,14 @@ def _merge(events: list[PodGroupCreated]) -> list[PodGroupCreated]:
     return out
 
 
+@dataclass(frozen=True)
+class Grouped:
+    """What a submission makes: its pod groups, and the KAI Topologies it declares to the system."""
+
+    groups: list[PodGroupCreated]
+    declared: list[TopologyDeclared]
+
+
 def group_manifests(
     docs: list[dict[str, Any]],
     *,
@@ -214,6 +226,7 @@ def group_manifests(
     queue_override: str | None = None,
     registry: Registry | None = None,
     nesting_bounded: bool = False,
+    held: Mapping[str, TopologyDef] | None = None,
 ) -> list[PodGroupCreated]:
     """The pod groups a submission makes, in document order, then the submitted KAI PodGroups
     (``external_podgroup``) with the pods that name them.
@@ -222,7 +235,58 @@ def group_manifests(
     are several) for a manifest that cannot be grouped, or when no document of
     the submission runs any pod. ``nesting_bounded`` says the caller has already
     refused documents nested past ``limits.MAX_DEPTH`` (a reader's admission does).
+    ``held``: the KAI Topologies the system holds, which constraints may name besides the submission's.
     """
+    events, batch = _group(docs, submitted_at, uid, queue_override, registry, nesting_bounded, held or {})
+    if not events and batch.own_topologies():
+        raise ManifestError(
+            "",
+            "a Topology alone makes no pod group: `muster submit` it to the running system, which holds "
+            "it for the workloads that name it later",
+        )
+    if not events:
+        _refuse_nothing_to_run(batch)
+    return events
+
+
+def group_and_declare(
+    docs: list[dict[str, Any]],
+    *,
+    held: Mapping[str, TopologyDef],
+    submitted_at: float = 0.0,
+    uid: str = "",
+    queue_override: str | None = None,
+    nesting_bounded: bool = False,
+) -> Grouped:
+    """``group_manifests`` for the system that holds ``held``: the submission's KAI Topologies are
+    declared to it (``held_topologies.declarations``), so a submission of Topologies alone is one."""
+    events, batch = _group(docs, submitted_at, uid, queue_override, None, nesting_bounded, held)
+    own = batch.own_topologies()
+    if not events and not own:
+        _refuse_nothing_to_run(batch)
+    return Grouped(events, declarations(held, own, uid) if own else [])
+
+
+def _refuse_nothing_to_run(batch: Batch) -> None:
+    """A submission that makes no pod group: what it lacks, in words."""
+    if batch.claim_templates():
+        raise ManifestError(
+            "",
+            "a ResourceClaimTemplate is read with the workloads that name it: submit them in one file "
+            "(muster holds none)",
+        )
+    raise ManifestError("", "no document in the submission runs any pod")
+
+
+def _group(
+    docs: list[dict[str, Any]],
+    submitted_at: float,
+    uid: str,
+    queue_override: str | None,
+    registry: Registry | None,
+    nesting_bounded: bool,
+    held: Mapping[str, TopologyDef],
+) -> tuple[list[PodGroupCreated], Batch]:
     if not isinstance(docs, list) or not docs:
         raise ManifestError("", "expected at least one manifest")
     many = len(docs) > 1
@@ -235,7 +299,7 @@ def group_manifests(
                 check_depth(doc)
             except ManifestError as exc:
                 raise (exc.in_document(i) if many else exc) from None
-    batch = Batch(docs=tuple(docs))
+    batch = Batch(docs=tuple(docs), held=held)
     grouping = _Grouping(batch, uid, registry or REGISTRY)
     priorities = batch.priority_values()
     try:
@@ -325,12 +389,4 @@ def group_manifests(
         except ManifestError as exc:
             raise (exc.in_document(group.index) if many else exc) from None
         events.append(event)
-    if not events and (topologies or claim_templates):
-        kind = "a Topology" if topologies else "a ResourceClaimTemplate"
-        raise ManifestError(
-            "",
-            f"{kind} is read with the workloads that name it: submit them in one file (muster holds none)",
-        )
-    if not events:
-        raise ManifestError("", "no document in the submission runs any pod")
-    return events
+    return events, batch

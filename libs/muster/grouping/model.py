@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal, Protocol
@@ -23,7 +23,7 @@ from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_map, get_str, join, string_map
 from muster.grouping.podspec import build_pod_spec, names_an_image
 from muster.grouping.timing import check_timing_annotations
-from muster.topologies import TopologyDef, TopologyError, is_topology_manifest
+from muster.topologies import TopologyDef, TopologyError, check_update, is_topology_manifest
 from muster.topologies import read_manifest as read_topology
 
 
@@ -193,6 +193,8 @@ class Batch:
     """Every document submitted together: some are context (runtimes, PriorityClasses)."""
 
     docs: tuple[dict[str, Any], ...]
+    held: Mapping[str, TopologyDef] = field(default_factory=dict)
+    """The KAI Topologies the system holds (``muster.held_topologies``): later submissions may name them."""
 
     def find(self, kinds: Sequence[str], name: str) -> tuple[int, dict[str, Any]] | None:
         """The first document of one of ``kinds`` named ``name``, with its index."""
@@ -203,9 +205,20 @@ class Batch:
         return None
 
     def topologies(self) -> Mapping[str, TopologyDef]:
-        """KAI ``Topology`` documents in the batch, checked, by name: the ones its workloads' topology
-        constraints may name. Raises ``ManifestError`` naming the document and field of a bad one."""
+        """The topologies its workloads' constraints may name, by name: the held ones and the batch's
+        own, which replace a held one of their name (an update: its aliases, never its labels). Raises
+        ``ManifestError`` naming the document and field of a bad one."""
+        return self._known
+
+    def own_topologies(self) -> Mapping[str, TopologyDef]:
+        """The KAI ``Topology`` documents in the batch, checked, by name (``topologies``' errors)."""
         return self._topologies
+
+    @cached_property
+    def _known(self) -> Mapping[str, TopologyDef]:
+        own = self._topologies
+        # Most submissions carry no Topology: they read the held ones as they are, without a copy.
+        return MappingProxyType({**self.held, **own}) if own else self.held
 
     @cached_property
     def _topologies(self) -> Mapping[str, TopologyDef]:
@@ -217,6 +230,7 @@ class Batch:
                 continue
             try:
                 topo = read_topology(doc)
+                check_update(self.held.get(topo.name), topo, "spec")
             except TopologyError as exc:
                 raise ManifestError(exc.field, exc.message, document=i) from None
             if topo.name in out:

@@ -8,6 +8,8 @@ system's own logins own their jobs as ``""``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import msgspec
 
 from muster.events import (
@@ -23,6 +25,7 @@ from muster.events import (
 )
 from muster.grouping.submission import group_submission
 from muster.queues.default import DEFAULT_QUEUE
+from muster.topologies import TopologyDef
 
 
 class Owners:
@@ -45,18 +48,26 @@ class Owners:
 
 
 def decide_submission(
-    owners: Owners, tenant: str, queue: str, submission: WorkloadSubmitted, *, admitted: bool = False
+    owners: Owners,
+    tenant: str,
+    queue: str,
+    submission: WorkloadSubmitted,
+    *,
+    admitted: bool = False,
+    held: Mapping[str, TopologyDef] | None = None,
 ) -> list[Event]:
     """The tenant's groups, in ``queue`` and owned by it; or one WorkloadRejected naming the field.
 
-    ``admitted`` as for ``group_submission``."""
+    ``admitted`` as for ``group_submission``; ``held``: the system's topologies, which the tenant's
+    workloads may name. A tenant declares none (KAI's Topology is cluster-scoped): a Topology in its
+    submission is read for that submission's workloads only."""
 
     def rejected(error: str, field: str) -> list[Event]:
         return [WorkloadRejected(uid=submission.uid, error=error, field=field)]
 
     if submission.queue not in (None, queue):
         return rejected(f"{submission.queue!r} is not the queue it was submitted to ({queue!r})", "queue")
-    events = group_submission(submission, admitted=admitted)
+    events = group_submission(submission, admitted=admitted, held=held, declare=False)
     groups: list[Event] = []
     for event in events:
         if not isinstance(event, PodGroupCreated):

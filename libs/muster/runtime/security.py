@@ -196,7 +196,13 @@ def nats_permissions(prefix: str = "muster", nodes: Sequence[str] = ()) -> dict[
             s.queues,
             *_snapshot_store(stream, write=True, owner="queue-controller"),
         ),
-        "podgrouper": (*consumer, s.podgroups, s.answers()),
+        "podgrouper": (
+            *consumer,
+            s.podgroups,
+            s.topologies,
+            s.answers(),
+            *_snapshot_store(stream, write=True, owner="podgrouper"),
+        ),
         "allocator": (
             *consumer,
             s.decisions(">"),

@@ -98,6 +98,6 @@ def test_without_a_topology_in_the_submission_the_levels_are_node_labels():
     assert group.topology == Topology(required="rack")
 
 
-def test_a_topology_submitted_alone_is_refused_saying_to_submit_it_with_its_workloads():
-    with pytest.raises(ManifestError, match="with the workloads that name it"):
+def test_grouping_a_topology_alone_without_a_system_says_to_submit_it_to_the_running_one():
+    with pytest.raises(ManifestError, match="`muster submit` it to the running system"):
         group_yaml(NETWORK)
