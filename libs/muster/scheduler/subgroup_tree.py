@@ -68,7 +68,13 @@ def tree_of(subgroups: tuple[SubGroup, ...], min_subgroup: int | None) -> Tree:
     if not kids[ROOT]:
         leaves[ROOT] = frozenset()
     return Tree(
-        names, tuple(tuple(c) for c in kids), tuple(need), leaf_of, constraint, tuple(leaves), tuple(constrained)
+        names,
+        tuple(tuple(c) for c in kids),
+        tuple(need),
+        leaf_of,
+        constraint,
+        tuple(leaves),
+        tuple(constrained),
     )
 
 

@@ -60,6 +60,41 @@ def test_an_external_podgroups_constraint_resolves_against_the_topology():
     assert only(groups).topology.required == "accelerator.nvidia.com/rack"
 
 
+def subgrouped(constraint: str) -> str:
+    return f"""
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {{name: nested}}
+spec:
+  queue: default-queue
+  topologyConstraint: {{topology: network, requiredTopologyLevel: rack}}
+  subGroups: [{{name: a, minMember: 1, topologyConstraint: {constraint}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p, annotations: {{pod-group-name: nested}}, labels: {{kai.scheduler/subgroup-name: a}}}}
+spec: {{containers: [{{name: c}}]}}
+"""
+
+
+def test_a_subgroups_own_constraint_resolves_against_the_topology_as_the_podgroups_does():
+    group = only(
+        group_yaml(submitted(NETWORK, subgrouped("{topology: network, requiredTopologyLevel: node}")))
+    )
+    assert group.subgroups[0].topology == Topology(
+        name="network",
+        levels=("accelerator.nvidia.com/rack", "kubernetes.io/hostname"),
+        required="kubernetes.io/hostname",
+    )
+
+
+def test_a_subgroups_level_that_is_not_in_the_topology_is_refused_naming_its_field():
+    text = submitted(NETWORK, subgrouped("{topology: network, requiredTopologyLevel: zone}"))
+    with pytest.raises(ManifestError) as info:
+        group_yaml(text)
+    assert info.value.path == "spec.subGroups[0].topologyConstraint.requiredTopologyLevel"
+
+
 def test_a_level_that_is_not_in_the_topology_is_refused_naming_the_annotation():
     text = submitted(
         NETWORK, job("{kai.scheduler/topology: network, kai.scheduler/topology-preferred-placement: zone}")

@@ -215,7 +215,13 @@ def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
     a failed search within one action's walk. Where a topology-constrained job may go depends on its
     constraints (its own and its sub-groups') and, once it runs, on where its pods run (they pin the
     required domains), so such a job shares a failure only with itself."""
-    key = (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods), *topology.constraints_key(job))
+    key = (
+        job.queue,
+        job.pool,
+        job.priority,
+        tuple(job.pods[i] for i in pods),
+        *topology.constraints_key(job),
+    )
     if topology.constrained(job) and s.active(job):
         return (*key, job.name)
     return key
