@@ -326,6 +326,30 @@ def test_ray_priority_label_overrides_every_other_rule():
     assert (group.priority_class, group.priority, group.preemptible) == ("inference", 125, False)
 
 
+def _ray_with_worker_notes(notes: str) -> str:
+    return RAY.format(labels="{}", replicas=2, min_replicas=2).replace(
+        "template: {spec: {containers: [{name: w}]}}",
+        f"template: {{metadata: {{annotations: {notes}}}, spec: {{containers: [{{name: w}}]}}}}",
+    )
+
+
+def test_ray_worker_group_takes_its_templates_topology_and_the_head_none():
+    # KAI: ray_grouper.go getWorkerGroupTopologyConstraints
+    notes = "{kai.scheduler/topology: t, kai.scheduler/topology-required-placement: rack}"
+    group = only(group_yaml(_ray_with_worker_notes(notes)))
+    assert [(s.name, s.topology) for s in group.subgroups] == [
+        ("headgroup", None),
+        ("a", Topology(required="rack")),
+    ]
+
+
+def test_ray_placement_level_without_a_topology_name_is_refused_naming_the_name():
+    # KAI fails the grouping: the topology annotation is required once a placement level is set
+    with pytest.raises(ManifestError) as err:
+        group_yaml(_ray_with_worker_notes("{kai.scheduler/topology-preferred-placement: rack}"))
+    assert err.value.path == "spec.workerGroupSpecs[0].template.metadata.annotations.kai.scheduler/topology"
+
+
 def test_ray_min_replicas_above_replicas_is_rejected():
     with pytest.raises(ManifestError) as err:
         group_yaml(RAY.format(labels="{}", replicas=1, min_replicas=2))

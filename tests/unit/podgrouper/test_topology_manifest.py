@@ -136,3 +136,39 @@ def test_without_a_topology_in_the_submission_the_levels_are_node_labels():
 def test_a_topology_submitted_alone_is_refused_saying_to_submit_it_with_its_workloads():
     with pytest.raises(ManifestError, match="with the workloads that name it"):
         group_yaml(NETWORK)
+
+
+SEGMENTED = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: seg}}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        metadata:
+          annotations:
+            kai.scheduler/segment-size: "2"
+            kai.scheduler/topology: network
+            kai.scheduler/segment-topology-required-placement: {level}
+        spec: {{containers: [{{name: c}}]}}
+"""
+
+
+def test_a_segments_level_resolves_by_alias_against_the_topology():
+    group = only(group_yaml(submitted(NETWORK, SEGMENTED.format(level="rack"))))
+    assert [s.topology.required if s.topology else None for s in group.subgroups] == [
+        None,
+        "accelerator.nvidia.com/rack",
+        "accelerator.nvidia.com/rack",
+    ]
+
+
+def test_a_segments_level_that_is_not_in_the_topology_is_refused_naming_its_annotation():
+    with pytest.raises(ManifestError) as info:
+        group_yaml(submitted(NETWORK, SEGMENTED.format(level="zone")))
+    assert info.value.path == (
+        "spec.pytorchReplicaSpecs.Worker.template.metadata.annotations."
+        "kai.scheduler/segment-topology-required-placement"
+    )
