@@ -50,4 +50,3 @@ def test_under_the_jobs_own_constraint_the_reason_names_the_job_and_what_failed_
         "no zone domain has room for all 3 pods of the job; "
         "in the last one tried, no rack domain has room for all 2 pods of sub-group 'tp'"
     )
-
