@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -95,13 +95,14 @@ def place_in_topology(
     node) and returns how many it placed, leaving nothing applied unless all were; ``checkpoint`` and
     ``rollback`` undo what the attempts since a checkpoint applied. None once every pod is placed, else
     why not (only "" unless ``explain``); nothing is left applied then."""
-    failures: list[str] = []
+    walk = _Walk(s, job, attempt, checkpoint, rollback)
     start = checkpoint()
-    if _place_node(s, job, TREE_ROOT, pods, None, attempt, checkpoint, rollback, failures):
+    if walk.place(TREE_ROOT, pods, None):
         return None
     rollback(start)
     if not explain:
         return ""
+    failures = walk.failures
     if not failures:
         return s.no_fit(job, pods, 0)
     if len(failures) > 1 and job.topology is not None:
@@ -110,73 +111,65 @@ def place_in_topology(
     return failures[-1]
 
 
-def _place_node(
-    s: Session,
-    job: Job,
-    node: int,
-    pods: list[int],
-    within: np.ndarray | None,
-    attempt: Callable[[list[int], np.ndarray | None], int],
-    checkpoint: Callable[[], object],
-    rollback: Callable[[object], None],
-    failures: list[str],
-) -> bool:
-    """Place ``pods`` (all of the tree node's subtree) inside ``within``: in each candidate domain of the
-    node's own constraint in turn, its members in sub-group order (§14.5). On failure the reason is
-    appended to ``failures``."""
-    tree = job.tree if job.subgroups else None
-    topo = job.topology if tree is None or node == TREE_ROOT else tree.constraint[node]
-    if topo is None:
-        masks: list[tuple[int, np.ndarray | None]] = [(ROOT, within)]
-    else:
-        members = None if tree is None or node == TREE_ROOT else _subtree_pods(job, tree.leaves[node])
-        masks = candidate_masks(s, job, pods, topo, within, members)
-    whole = tree is None or not tree.constrained[node]
-    anywhere: int | None = None
-    for level, mask in masks:
-        if whole:
-            count = attempt(pods, mask)
-            if count == len(pods):
+@dataclass
+class _Walk:
+    """One top-down placement of a job's pods through its tree of constraints (§14.5)."""
+
+    s: Session
+    job: Job
+    attempt: Callable[[list[int], np.ndarray | None], int]
+    checkpoint: Callable[[], object]
+    rollback: Callable[[object], None]
+    failures: list[str] = field(default_factory=list)
+    """Why each constrained node that found no domain found none, innermost first."""
+
+    def place(self, node: int, pods: list[int], within: np.ndarray | None) -> bool:
+        """Place ``pods`` (all of the tree node's subtree) inside ``within``: in each candidate domain of
+        the node's own constraint in turn, its members in sub-group order."""
+        s, job = self.s, self.job
+        tree = job.tree if job.subgroups else None
+        topo = job.topology if tree is None or node == TREE_ROOT else tree.constraint[node]
+        if topo is None:
+            masks: list[tuple[int, np.ndarray | None]] = [(ROOT, within)]
+        else:
+            members = None if tree is None or node == TREE_ROOT else _subtree_pods(job, tree.leaves[node])
+            masks = candidate_masks(s, job, pods, topo, within, members)
+        whole = tree is None or not tree.constrained[node]
+        anywhere: int | None = None
+        for level, mask in masks:
+            if whole:
+                count = self.attempt(pods, mask)
+                if count == len(pods):
+                    return True
+                if level == ROOT:
+                    anywhere = count
+                continue
+            cp = self.checkpoint()
+            if self._members(node, pods, mask):
                 return True
-            if level == ROOT:
-                anywhere = count
-            continue
-        cp = checkpoint()
-        if _place_members(s, job, node, pods, mask, attempt, checkpoint, rollback, failures):
-            return True
-        rollback(cp)
-    if anywhere is not None:
-        failures.append(s.no_fit(job, pods, anywhere))
-    elif topo is not None:
-        whose = "the job" if tree is None or node == TREE_ROOT else f"sub-group {tree.names[node]!r}"
-        failures.append(_no_domain(topo, len(pods), whose))
-    return False
+            self.rollback(cp)
+        if anywhere is not None:
+            self.failures.append(s.no_fit(job, pods, anywhere))
+        elif topo is not None:
+            whose = "the job" if tree is None or node == TREE_ROOT else f"sub-group {tree.names[node]!r}"
+            self.failures.append(_no_domain(topo, len(pods), whose))
+        return False
 
-
-def _place_members(
-    s: Session,
-    job: Job,
-    node: int,
-    pods: list[int],
-    mask: np.ndarray | None,
-    attempt: Callable[[list[int], np.ndarray | None], int],
-    checkpoint: Callable[[], object],
-    rollback: Callable[[object], None],
-    failures: list[str],
-) -> bool:
-    """The node's children with pods to place, in sub-group order (§14.4), each inside ``mask``; at the
-    root then the pods that name no leaf."""
-    tree = job.tree
-    score, sat = scores(tree, s.leaf_counts(job))
-    rest = list(pods)
-    for child in ordered(tree, node, score, sat):
-        mine = [i for i in rest if tree.leaf_of.get(job.pods[i].subgroup) in tree.leaves[child]]
-        if not mine:
-            continue
-        rest = [i for i in rest if i not in mine]
-        if not _place_node(s, job, child, mine, mask, attempt, checkpoint, rollback, failures):
-            return False
-    return not rest or attempt(rest, mask) == len(rest)
+    def _members(self, node: int, pods: list[int], mask: np.ndarray | None) -> bool:
+        """The node's children with pods to place, in sub-group order (§14.4), each inside ``mask``; at
+        the root then the pods that name no leaf."""
+        job = self.job
+        tree = job.tree
+        score, sat = scores(tree, self.s.leaf_counts(job))
+        rest = list(pods)
+        for child in ordered(tree, node, score, sat):
+            mine = [i for i in rest if tree.leaf_of.get(job.pods[i].subgroup) in tree.leaves[child]]
+            if not mine:
+                continue
+            rest = [i for i in rest if i not in mine]
+            if not self.place(child, mine, mask):
+                return False
+        return not rest or self.attempt(rest, mask) == len(rest)
 
 
 def _subtree_pods(job: Job, leaves: frozenset[int]) -> set[int]:
