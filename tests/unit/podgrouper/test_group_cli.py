@@ -99,6 +99,19 @@ def test_text_output_shows_where_each_sub_group_hangs(tmp_path, capsys):
     assert "sub-group leader (in segment-0): min 1" in out
 
 
+def test_text_output_shows_a_sub_groups_own_topology_under_it(tmp_path, capsys):
+    path = tmp_path / "jobset.yaml"
+    path.write_text(
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js}\nspec:\n"
+        "  replicatedJobs:\n    - name: w\n      template:\n"
+        "        metadata: {annotations: {kai.scheduler/topology: t, kai.scheduler/topology-required-placement: rack}}\n"
+        "        spec: {template: {spec: {containers: [{name: c}]}}}\n"
+    )
+    assert run(["group", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "  sub-group w-replica-0 (in w): min 1\n    topology: required=rack preferred=None\n" in out
+
+
 def test_text_output_reads_as_a_summary(tmp_path, capsys):
     path = tmp_path / "job.yaml"
     path.write_text(
