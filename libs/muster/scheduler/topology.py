@@ -75,9 +75,14 @@ def constrained(job: Job) -> bool:
     return job.topology is not None or nested(job)
 
 
-def constraints_key(job: Job) -> tuple:
-    """What of the job decides where its constraints let it go, for caches of failed shapes."""
-    return (job.topology, job.subgroups) if nested(job) else (job.topology,)
+def constraints_key(s: Session, job: Job) -> tuple:
+    """What of the job decides where its constraints let it go, for caches of failed shapes: the
+    constraints and, once it runs, the job itself (its running pods pin the required domains, so it
+    shares a failure with no other job)."""
+    key = (job.topology, job.subgroups) if nested(job) else (job.topology,)
+    if constrained(job) and s.active(job):
+        return (*key, job.name)
+    return key
 
 
 def place_in_topology(

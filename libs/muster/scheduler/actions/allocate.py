@@ -44,7 +44,7 @@ class AllocateAction:
         # within one allocate pass resources only shrink, so a shape that found no room never will; but
         # pods placed later in the pass may meet a pod affinity, so those jobs are not remembered
         view = s.pod_affinity()
-        shape = (job.pool, *topology.constraints_key(job), tuple(job.pods[i] for i in pods))
+        shape = (job.pool, *topology.constraints_key(s, job), tuple(job.pods[i] for i in pods))
         cached = view is None or not view.constrained(job)
         why = failed_shapes.get(shape) if cached else None
         if why is not None:

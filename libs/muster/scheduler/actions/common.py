@@ -212,19 +212,15 @@ def lowest_running_priority(s: Session) -> dict[int, int]:
 
 def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
     """What decides whether evicting others can make room for ``pods`` of ``job``: jobs alike in it share
-    a failed search within one action's walk. Where a topology-constrained job may go depends on its
-    constraints (its own and its sub-groups') and, once it runs, on where its pods run (they pin the
-    required domains), so such a job shares a failure only with itself."""
-    key = (
+    a failed search within one action's walk (``topology.constraints_key`` says what of a constrained
+    job's placement is its own)."""
+    return (
         job.queue,
         job.pool,
         job.priority,
         tuple(job.pods[i] for i in pods),
-        *topology.constraints_key(job),
+        *topology.constraints_key(s, job),
     )
-    if topology.constrained(job) and s.active(job):
-        return (*key, job.name)
-    return key
 
 
 class VictimSearch:
