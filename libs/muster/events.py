@@ -232,18 +232,6 @@ class PodSpec(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
     ranking above (affinity) or below (anti-affinity) the others, before any other score."""
 
 
-class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A node of a job's sub-group tree (kai-semantics.md §14): a leaf holds pods and needs
-    ``min_available`` of them active; a parent (named by another's ``parent``) needs ``min_subgroup``
-    of its direct children satisfied (None: all of them)."""
-
-    name: str
-    min_available: int = 0
-    parent: str | None = None
-    """The sub-group this one belongs to; None: the job itself (a log without trees: every sub-group)."""
-    min_subgroup: int | None = None
-
-
 class Topology(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     required: str | None = None
     """All pods under one value of this node label."""
@@ -264,6 +252,22 @@ class TopologyLevel(
 
     label: str
     alias: str = ""
+
+
+class SubGroup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """A node of a job's sub-group tree (kai-semantics.md §14): a leaf holds pods and needs
+    ``min_available`` of them active; a parent (named by another's ``parent``) needs ``min_subgroup``
+    of its direct children satisfied (None: all of them)."""
+
+    name: str
+    min_available: int = 0
+    parent: str | None = None
+    """The sub-group this one belongs to; None: the job itself (a log without trees: every sub-group)."""
+    min_subgroup: int | None = None
+    topology: Topology | None = None
+    """Its own constraint (kai-semantics.md §14.5): the pods of its subtree in one domain, inside the domain
+    its parent's constraint chose; None: its parent's node set passes through. Omitted when None, so a log
+    without nested constraints reads as before."""
 
 
 class MinRuntime(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

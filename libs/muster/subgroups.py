@@ -3,7 +3,8 @@ scenario loader, the podgrouper and admission all run.
 
 A tree is a list of ``SubGroup`` entries, each naming its ``parent`` (None: the job itself). A
 sub-group some other one names as parent is a *set* and needs ``min_subgroup`` of its direct children
-(default: all); any other is a *leaf* and needs ``min_available`` pods. Pods belong to leaves only.
+(default: all); any other is a *leaf* and needs ``min_available`` pods. Pods belong to leaves only. A
+sub-group's own topology constraint (§14.5) must be one ``muster.topologies.constraint`` could have made.
 
 Where KAI's admission webhook only warns (``minSubGroup`` above the number of children: the node can
 never be satisfied, so the job would wait for ever) this check refuses, naming the field.
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 
 from muster.events import SubGroup
 from muster.field_paths import join
+from muster.topologies import shape_error
 
 
 class SubGroupError(ValueError):
@@ -57,6 +59,9 @@ def check_tree(
             raise SubGroupError(join(at, "min_available"), f"must be 0 or more, got {sub.min_available}")
         if sub.min_subgroup is not None and sub.min_subgroup < 0:
             raise SubGroupError(join(at, "min_subgroup"), f"must be 0 or more, got {sub.min_subgroup}")
+        bad = shape_error(sub.topology) if sub.topology is not None else None
+        if bad is not None:
+            raise SubGroupError(join(join(at, "topology"), bad[0]), bad[1])
     for k, sub in enumerate(subgroups):
         if sub.parent is None:
             continue

@@ -90,6 +90,11 @@ def _resources_text(pod: Any) -> str:
     return ", ".join(parts)
 
 
+def _topology_text(topo: Any) -> str:
+    named = f" of {topo.name} ({' > '.join(topo.levels)})" if topo.name else ""
+    return f"topology{named}: required={topo.required} preferred={topo.preferred}"
+
+
 def _text(events: list[PodGroupCreated]) -> str:
     from muster import placement_predicates as predicates
     from muster import pod_affinity
@@ -114,6 +119,8 @@ def _text(events: list[PodGroupCreated]) -> str:
                 lines.append(f"  sub-group {s.name}{under}: needs {need} of its sub-groups")
             else:
                 lines.append(f"  sub-group {s.name}{under}: min {s.min_available}")
+            if s.topology is not None:
+                lines.append(f"    {_topology_text(s.topology)}")
         for p in e.pods:
             extra = f" [{p.subgroup}]" if p.subgroup else ""
             selector = f" on {p.node_selector}" if p.node_selector else ""
@@ -142,10 +149,7 @@ def _text(events: list[PodGroupCreated]) -> str:
                     + " or ".join(map(pod_affinity.describe_term, p.pod_anti_affinity))
                 )
         if e.topology is not None:
-            named = f" of {e.topology.name} ({' > '.join(e.topology.levels)})" if e.topology.name else ""
-            lines.append(
-                f"  topology{named}: required={e.topology.required} preferred={e.topology.preferred}"
-            )
+            lines.append(f"  {_topology_text(e.topology)}")
         if e.preemption_delay:
             lines.append(f"  preemption delay: {_number(e.preemption_delay)}s after creation or an eviction")
         if e.stale_gang_grace is not None:

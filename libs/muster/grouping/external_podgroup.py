@@ -155,7 +155,7 @@ def read_podgroup(
     min_subgroup = _minimum(spec, "minSubGroup", _SPEC)
     if min_member is not None and min_subgroup is not None:
         raise ManifestError(join(_SPEC, "minSubGroup"), "set minMember or minSubGroup, not both")
-    subgroups = _subgroups(spec)
+    subgroups = _subgroups(spec, topologies or {})
     try:
         check_tree(subgroups, min_subgroup, [], path=_SPEC)
     except SubGroupError as exc:
@@ -225,20 +225,15 @@ def _duration(spec: dict[str, Any], key: str, *, may_be_negative: bool) -> float
     return duration_seconds(text, join(_SPEC, key), may_be_negative=may_be_negative)
 
 
-def _subgroups(spec: dict[str, Any]) -> tuple[SubGroup, ...]:
-    """``spec.subGroups`` as the event's tree, with KAI's webhook rules on which minimum each node states."""
+def _subgroups(spec: dict[str, Any], topologies: Mapping[str, TopologyDef]) -> tuple[SubGroup, ...]:
+    """``spec.subGroups`` as the event's tree, with KAI's webhook rules on which minimum each node states;
+    each sub-group's ``topologyConstraint`` is resolved as the PodGroup's is (kai-semantics.md §14.5)."""
     entries = get_list(spec, "subGroups", _SPEC)
     read: list[tuple[SubGroup, bool]] = []
     for k, raw in enumerate(entries):
         at = f"{join(_SPEC, 'subGroups')}[{k}]"
         entry = as_map(raw, at)
         _only(entry, _SUBGROUP_FIELDS, at)
-        if _topology(entry, at, {}) is not None:
-            raise ManifestError(
-                join(at, "topologyConstraint"),
-                "muster places a sub-group by its PodGroup's constraint only; move it to "
-                "spec.topologyConstraint or remove it",
-            )
         name = get_str(entry, "name", at) or ""
         if not _DNS_LABEL.fullmatch(name):
             raise ManifestError(join(at, "name"), f"expected a DNS label (a-z, 0-9, '-'), got {name!r}")
@@ -253,6 +248,7 @@ def _subgroups(spec: dict[str, Any]) -> tuple[SubGroup, ...]:
             parent=parent.lower() if parent else None,
             min_available=min_member or 0,
             min_subgroup=min_subgroup,
+            topology=_topology(entry, at, topologies),
         )
         read.append((sub, min_member is not None))
     parents = {sub.parent for sub, _ in read}

@@ -26,13 +26,15 @@ default grouper) in short:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+import msgspec
 
 from muster import runtimes
-from muster.events import PodGroupCreated, Topology
+from muster.events import PodGroupCreated, SubGroup, Topology
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import join
-from muster.grouping.model import Draft, Meta
+from muster.grouping.model import AnnotatedConstraint, Draft, Meta
 from muster.grouping.timing import PREEMPTION_DELAY, STALENESS_GRACE, annotated_seconds
 from muster.names import POOL, QUEUE, Rule
 from muster.queues.default import DEFAULT_QUEUE
@@ -47,6 +49,8 @@ PREEMPTIBILITY_LABEL = "kai.scheduler/preemptibility"
 TOPOLOGY_ANNOTATION = "kai.scheduler/topology"
 REQUIRED_PLACEMENT = "kai.scheduler/topology-required-placement"
 PREFERRED_PLACEMENT = "kai.scheduler/topology-preferred-placement"
+SEGMENT_REQUIRED_PLACEMENT = "kai.scheduler/segment-topology-required-placement"
+SEGMENT_PREFERRED_PLACEMENT = "kai.scheduler/segment-topology-preferred-placement"
 DEFAULT_POOL = "default"
 UNKNOWN_CLASS_PRIORITY = 50
 
@@ -153,6 +157,60 @@ def _runtime(draft: Draft) -> str:
     return runtimes.IMAGE if any(t.image for t in draft.pods) else runtimes.SIMULATED
 
 
+def annotated_constraint(
+    names: Sequence[tuple[Mapping[str, str], str]],
+    levels: Mapping[str, str],
+    lpath: str,
+    keys: tuple[str, str] = (REQUIRED_PLACEMENT, PREFERRED_PLACEMENT),
+) -> AnnotatedConstraint | None:
+    """A sub-group's own constraint from annotations (podgrouper-rules.md §4.6, §4.9, §4.11): the topology
+    name from the first of ``names`` ((annotations, their path)) that has one, the required and
+    preferred levels (``keys``) from ``levels`` at ``lpath``. KAI gives the sub-group none unless the
+    name and at least one level are there, so neither does this."""
+    found = next(
+        ((notes[TOPOLOGY_ANNOTATION], at) for notes, at in names if notes.get(TOPOLOGY_ANNOTATION)), None
+    )
+    required, preferred = (levels.get(key) or None for key in keys)
+    if found is None or (required is None and preferred is None):
+        return None
+    name, npath = found
+    return AnnotatedConstraint(
+        name,
+        required,
+        preferred,
+        (join(npath, TOPOLOGY_ANNOTATION), join(lpath, keys[0]), join(lpath, keys[1])),
+    )
+
+
+def segment_constraint(
+    worker: Mapping[str, str], wpath: str, top: Mapping[str, str]
+) -> AnnotatedConstraint | None:
+    """The constraint every segment of a PyTorchJob's or LeaderWorkerSet's workers gets (podgrouper-rules.md
+    §4.6, §4.11): the ``segment-topology-*-placement`` levels on the worker template (annotations
+    ``worker`` at ``wpath``), the topology name there or else on the top owner (``top``)."""
+    return annotated_constraint(
+        [(worker, wpath), (top, join("metadata", "annotations"))],
+        worker,
+        wpath,
+        (SEGMENT_REQUIRED_PLACEMENT, SEGMENT_PREFERRED_PLACEMENT),
+    )
+
+
+def _subgroups(draft: Draft, topologies: Mapping[str, TopologyDef]) -> list[SubGroup]:
+    """The draft's sub-groups, each constrained one with its constraint resolved as the group's is."""
+    own = dict(draft.subgroup_topologies)
+    out = []
+    for sub in draft.subgroups:
+        given = own.get(sub.name)
+        if given is not None:
+            topo = resolve_topology(
+                topologies, given.name, given.required, given.preferred, fields=given.fields
+            )
+            sub = msgspec.structs.replace(sub, topology=topo)
+        out.append(sub)
+    return out
+
+
 def finish(
     draft: Draft,
     *,
@@ -184,7 +242,7 @@ def finish(
         min_available=draft.min_available,
         submitted_at=submitted_at,
         pods=[t.pod for t in draft.pods],
-        subgroups=list(draft.subgroups),
+        subgroups=_subgroups(draft, topologies or {}),
         min_subgroup=draft.min_subgroup,
         topology=_topology(draft, topologies or {}),
         workload_uid=uid,

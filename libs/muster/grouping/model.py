@@ -161,6 +161,18 @@ def pod_template(
 
 
 @dataclass(frozen=True)
+class AnnotatedConstraint:
+    """A sub-group's own topology constraint as a workload's annotations state it (a topology name and at
+    least one level), resolved against the submission's Topologies when the group is finished."""
+
+    name: str
+    required: str | None
+    preferred: str | None
+    fields: tuple[str, str, str]
+    """Where the name, the required and the preferred level were read: refusals name them."""
+
+
+@dataclass(frozen=True)
 class Draft:
     """One pod group as a plugin sees it, before queue and priority are resolved."""
 
@@ -182,6 +194,8 @@ class Draft:
     """Set by a plugin whose rule overrides the usual resolution (Ray's label)."""
     topology: Topology | None | Literal["auto"] = "auto"
     """``auto``: read KAI's topology annotations on ``top``."""
+    subgroup_topologies: tuple[tuple[str, AnnotatedConstraint], ...] = ()
+    """(sub-group name, its own constraint) for the sub-groups the workload constrains (§4.17)."""
 
     @property
     def pod_count(self) -> int:

@@ -254,7 +254,7 @@ def job_to_podgroup(
         raise ScenarioError(join(path, "preemption_delay"), "must be a number of seconds, not negative")
     if job.stale_gang_grace is not None and not math.isfinite(job.stale_gang_grace):
         raise ScenarioError(join(path, "stale_gang_grace"), "must be a number of seconds")
-    topology = _topology(job, path, topologies)
+    topology = _topology(job.topology, path, topologies)
     group = ev.PodGroupCreated(
         name=job.name,
         queue=job.queue,
@@ -266,7 +266,7 @@ def job_to_podgroup(
         min_available=min_available,
         submitted_at=job.submitted_at,
         pods=pods,
-        subgroups=_subgroups(job, path),
+        subgroups=_subgroups(job, path, topologies),
         min_subgroup=job.min_subgroup,
         topology=topology,
         min_runtime=job.min_runtime,
@@ -280,12 +280,14 @@ def job_to_podgroup(
     return group
 
 
-def _topology(job: m.Job, path: str, topologies: Mapping[str, TopologyDef] | None) -> ev.Topology | None:
-    """The job's constraint, its levels resolved against the topology it names (``muster.topologies``)."""
-    if job.topology is None:
+def _topology(
+    given: m.Topology | None, path: str, topologies: Mapping[str, TopologyDef] | None
+) -> ev.Topology | None:
+    """A constraint (the job's or a sub-group's, at ``path``), its levels resolved against the topology it
+    names (``muster.topologies``)."""
+    if given is None:
         return None
     at = join(path, "topology")
-    given = job.topology
     if not given.name and not given.required and not given.preferred:
         raise ScenarioError(at, "give a required or a preferred label")
     try:
@@ -316,17 +318,15 @@ def topology_defs(raw: list[m.TopologyResource], path: str = "topologies") -> di
     return out
 
 
-def _subgroups(job: m.Job, path: str) -> list[ev.SubGroup]:
-    """The job's sub-group tree as events spell it; the tree itself is checked with the group
-    (``muster.subgroups`` through ``muster.bounds``)."""
+def _subgroups(job: m.Job, path: str, topologies: Mapping[str, TopologyDef] | None) -> list[ev.SubGroup]:
+    """The job's sub-group tree as events spell it, each sub-group's own constraint resolved as the job's
+    is; the tree itself is checked with the group (``muster.subgroups`` through ``muster.bounds``)."""
     if not job.subgroups:
         return []
     parents = {sub.parent for sub in job.subgroups}
     out = []
     for k, sub in enumerate(job.subgroups):
         at = join(join(path, "subgroups"), k)
-        if sub.topology is not None:
-            raise ScenarioError(join(at, "topology"), "a sub-group's own topology is not supported yet")
         if sub.min_available is not None and sub.min_subgroup is not None:
             raise ScenarioError(at, "give min_available (a leaf) or min_subgroup (a parent), not both")
         if sub.name not in parents and sub.min_available is None:
@@ -337,6 +337,7 @@ def _subgroups(job: m.Job, path: str) -> list[ev.SubGroup]:
                 parent=sub.parent,
                 min_available=sub.min_available or 0,
                 min_subgroup=sub.min_subgroup,
+                topology=_topology(sub.topology, at, topologies),
             )
         )
     return out

@@ -143,7 +143,8 @@ class SubGroup(_Strict):
     min_available: int | None = None
     min_subgroup: int | None = None
     topology: Topology | None = None
-    """Read so that it can be refused by name: the allocator does not honour a sub-group's own topology."""
+    """v1.1: its own constraint, binding the pods of its subtree inside its parent's domain
+    (kai-semantics.md §14.5)."""
 
 
 class Running(_Strict):

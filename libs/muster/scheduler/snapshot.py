@@ -32,14 +32,15 @@ from muster.scheduler.fold import AllocatorFold
 from muster.scheduler.state import ClusterState, StateImage
 from muster.snapshotting import Image, ImageError, decoded, encode, pack, unpack
 
-FORMAT = 9
+FORMAT = 10
 """Bumped whenever the image changes shape or meaning: older snapshots are then skipped, not misread.
 (3: a queue's allocated sums count its pipelined pods. 4: nodes say what they run, pods what they are.
 5: nodes carry taints, pods tolerations and required node affinity.
 6: jobs hold their own stale-gang grace, preemption delay and last eviction time.
 7: a job holds its sub-group tree and min_subgroup.
 8: the usage window is its whole setting (type, size, tumbling start, cron), not its size alone.
-9: pods carry their labels and pod affinity and anti-affinity terms, required and preferred.)"""
+9: pods carry their labels and pod affinity and anti-affinity terms, required and preferred.
+10: a sub-group may carry its own topology constraint, and a sub-group's defaults are not written.)"""
 
 FIELD_ORDER = (
     "pools",

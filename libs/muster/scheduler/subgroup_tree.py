@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from muster.events import SubGroup
+from muster.events import SubGroup, Topology
 
 ROOT = 0
 
@@ -33,6 +33,12 @@ class Tree:
     """A leaf's min_available; a set's number of children that must be satisfied."""
     leaf_of: dict[str, int]
     """Leaf name -> node."""
+    constraint: tuple[Topology | None, ...] = ()
+    """Each node's own topology constraint (the root's is the job's, so None here)."""
+    leaves: tuple[frozenset[int], ...] = ()
+    """Each node's leaves: itself for a leaf, every leaf of its subtree for a set."""
+    constrained: tuple[bool, ...] = ()
+    """Whether some node of each node's subtree, itself included, has its own constraint."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -53,7 +59,23 @@ def tree_of(subgroups: tuple[SubGroup, ...], min_subgroup: int | None) -> Tree:
         else:
             need[k] = max(0, sg.min_available)
     leaf_of = {names[k]: k for k in range(1, len(names)) if not kids[k]}
-    return Tree(names, tuple(tuple(c) for c in kids), tuple(need), leaf_of)
+    constraint = (None,) + tuple(sg.topology for sg in subgroups)
+    leaves: list[frozenset[int]] = [frozenset()] * len(names)
+    constrained = [c is not None for c in constraint]
+    for k in range(len(names) - 1, -1, -1):  # children come after their parents
+        leaves[k] = frozenset().union(*(leaves[c] for c in kids[k])) if kids[k] else frozenset({k})
+        constrained[k] = constrained[k] or any(constrained[c] for c in kids[k])
+    if not kids[ROOT]:
+        leaves[ROOT] = frozenset()
+    return Tree(
+        names,
+        tuple(tuple(c) for c in kids),
+        tuple(need),
+        leaf_of,
+        constraint,
+        tuple(leaves),
+        tuple(constrained),
+    )
 
 
 def scores(tree: Tree, counts: Sequence[int]) -> tuple[list[int], list[bool]]:

@@ -1,47 +1,53 @@
-"""Where a topology-constrained job may go (kai-semantics.md §5.5, §18): the one home of the rule.
+"""Where a topology-constrained job may go (kai-semantics.md §5.5, §14.5, §18): the one home of the rule.
 
-A job's constraint (``Job.topology``) names a required and/or a preferred level. With a KAI Topology
-behind it (``levels``, widest first) a domain at level i is one value of each level label down to i
-(its id: the values joined with "."); nodes missing any of the topology's labels are in no domain.
-Without one, the level is a node label on its own and its values are the domains.
+A constraint (``Topology``: the job's, or a sub-group's own) names a required and/or a preferred level.
+With a KAI Topology behind it (``levels``, widest first) a domain at level i is one value of each level
+label down to i (its id: the values joined with "."); nodes missing any of the topology's labels are in
+no domain. Without one, the level is a node label on its own and its values are the domains.
 
-Candidates, tried in order until the job's pods all fit inside one: the domains of every level from the
-preferred level (the required one if none) up to the required level, deepest level first; with no
-required level, at last the whole topology (without a Topology: every node). Within a level the domains
-follow the tree parent first, and at each parent the child the job fills most first (KAI's bin-packing
-ratio: the request over the free room in its dominant resource), ties by id. A domain is a candidate only if its free GPUs and CPU cover the
-pods' sum. At the required level a job whose pods already run is kept to the domains they run in (and
-the domains below them).
+Candidates, tried in order until the constrained pods all fit inside one: the domains of every level
+from the preferred level (the required one if none) up to the required level, deepest level first; with
+no required level, at last the whole topology (without a Topology: every node). Within a level the
+domains follow the tree parent first, and at each parent the child the pods fill most first (KAI's
+bin-packing ratio: the request over the free room in its dominant resource), ties by id. A domain is a
+candidate only if its free GPUs and CPU cover the pods' sum. At the required level a group whose pods
+already run is kept to the domains they run in (and the domains below them).
 
-Allocate places by ``place_in_domain``; the victim solver (reclaim, preempt, consolidate) places the
+Nested constraints (§14.5) go top-down: each candidate of the job's constraint is a node set in which the
+root's children are placed in sub-group order, a sub-group with its own constraint choosing its domain
+*inside* its parent's node set and recursing, one without passing the set through; a leaf places its
+pods. When a member fails, everything since that candidate began is rolled back and the next is tried.
+
+Allocate places by ``place_in_topology``; the victim solver (reclaim, preempt, consolidate) places the
 pending job and every moved victim through it too, so a scenario counts only if each lands inside one
-domain of its own constraint.
+domain of each of its constraints.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from muster.events import Topology
 from muster.kernels import placement as pl
 from muster.tolerances import EPS
 
 from .session import Session
 from .state import ACTIVE, Job
+from .subgroup_tree import ROOT as TREE_ROOT
+from .subgroup_tree import ordered, scores
 
 ROOT = -1
 """The level index of the whole topology (every node that carries its labels)."""
 
 
-def levels_to_try(job: Job) -> list[int]:
-    """Indices into ``constrained_labels(job)`` of the levels tried, deepest first; ``ROOT`` last when
+def levels_to_try(topo: Topology) -> list[int]:
+    """Indices into ``constrained_labels(topo)`` of the levels tried, deepest first; ``ROOT`` last when
     no level is required."""
-    topo = job.topology
-    assert topo is not None
-    labels = constrained_labels(job)
+    labels = constrained_labels(topo)
     required = labels.index(topo.required) if topo.required else ROOT
     if not topo.levels:
         # a bare label: only that level, then anywhere when it is only preferred
@@ -52,43 +58,137 @@ def levels_to_try(job: Job) -> list[int]:
     return list(range(start, required - 1, -1))
 
 
-def constrained_labels(job: Job) -> tuple[str, ...]:
-    """The level labels of the job's constraint, widest first: its topology's, or its one bare label."""
-    topo = job.topology
-    assert topo is not None
+def constrained_labels(topo: Topology) -> tuple[str, ...]:
+    """The level labels of a constraint, widest first: its topology's, or its one bare label."""
     if topo.levels:
         return topo.levels
     return (topo.required or topo.preferred or "",)
 
 
-def place_in_domain(
+def nested(job: Job) -> bool:
+    """Whether some sub-group of the job has a constraint of its own (§14.5)."""
+    return bool(job.subgroups) and job.tree.constrained[TREE_ROOT]
+
+
+def constrained(job: Job) -> bool:
+    """Whether the job, or one of its sub-groups, has a topology constraint."""
+    return job.topology is not None or nested(job)
+
+
+def constraints_key(s: Session, job: Job) -> tuple:
+    """What of the job decides where its constraints let it go, for caches of failed shapes: the
+    constraints and, once it runs, the job itself (its running pods pin the required domains, so it
+    shares a failure with no other job)."""
+    key = (job.topology, job.subgroups) if nested(job) else (job.topology,)
+    if constrained(job) and s.active(job):
+        return (*key, job.name)
+    return key
+
+
+def place_in_topology(
     s: Session,
     job: Job,
     pods: list[int],
-    attempt: Callable[[np.ndarray | None], int],
+    attempt: Callable[[list[int], np.ndarray | None], int],
+    checkpoint: Callable[[], object],
+    rollback: Callable[[object], None],
     *,
     explain: bool = True,
 ) -> str | None:
-    """Try the candidate domains in order: ``attempt(mask)`` places the pods inside ``mask`` (None: on any
-    node) and returns how many it placed, leaving nothing applied unless all were. None once one domain
-    holds every pod, else why none did (only "" unless ``explain``)."""
-    topo = job.topology
-    assert topo is not None
-    anywhere: int | None = None
-    for level, mask in candidate_masks(s, job, pods):
-        count = attempt(mask)
-        if count == len(pods):
-            return None
-        if level == ROOT:
-            anywhere = count
+    """Place ``pods`` inside one domain of each constraint that binds them (the job's, and with §14.5 its
+    sub-groups'). ``attempt(some, mask)`` places the pods ``some`` on the nodes of ``mask`` (None: any
+    node) and returns how many it placed, leaving nothing applied unless all were; ``checkpoint`` and
+    ``rollback`` undo what the attempts since a checkpoint applied. None once every pod is placed, else
+    why not (only "" unless ``explain``); nothing is left applied then."""
+    walk = _Walk(s, job, attempt, checkpoint, rollback)
+    start = checkpoint()
+    if walk.place(TREE_ROOT, pods, None):
+        return None
+    rollback(start)
     if not explain:
         return ""
-    if anywhere is not None:
-        return s.no_fit(job, pods, anywhere)
+    failures = walk.failures
+    if not failures:
+        return s.no_fit(job, pods, 0)
+    if len(failures) > 1 and job.topology is not None:
+        # the job's own failure, and what failed inside the last of its domains tried
+        return f"{failures[-1]}; in the last one tried, {failures[-2]}"
+    return failures[-1]
+
+
+@dataclass
+class _Walk:
+    """One top-down placement of a job's pods through its tree of constraints (§14.5)."""
+
+    s: Session
+    job: Job
+    attempt: Callable[[list[int], np.ndarray | None], int]
+    checkpoint: Callable[[], object]
+    rollback: Callable[[object], None]
+    failures: list[str] = field(default_factory=list)
+    """Why each constrained node that found no domain found none, innermost first."""
+
+    def place(self, node: int, pods: list[int], within: np.ndarray | None) -> bool:
+        """Place ``pods`` (all of the tree node's subtree) inside ``within``: in each candidate domain of
+        the node's own constraint in turn, its members in sub-group order."""
+        s, job = self.s, self.job
+        tree = job.tree if job.subgroups else None
+        topo = job.topology if tree is None or node == TREE_ROOT else tree.constraint[node]
+        if topo is None:
+            masks: list[tuple[int, np.ndarray | None]] = [(ROOT, within)]
+        else:
+            members = None if tree is None or node == TREE_ROOT else _subtree_pods(job, tree.leaves[node])
+            masks = candidate_masks(s, job, pods, topo, within, members)
+        whole = tree is None or not tree.constrained[node]
+        anywhere: int | None = None
+        for level, mask in masks:
+            if whole:
+                count = self.attempt(pods, mask)
+                if count == len(pods):
+                    return True
+                if level == ROOT:
+                    anywhere = count
+                continue
+            cp = self.checkpoint()
+            if self._members(node, pods, mask):
+                return True
+            self.rollback(cp)
+        if anywhere is not None:
+            self.failures.append(s.no_fit(job, pods, anywhere))
+        elif topo is not None:
+            whose = "the job" if tree is None or node == TREE_ROOT else f"sub-group {tree.names[node]!r}"
+            self.failures.append(_no_domain(topo, len(pods), whose))
+        return False
+
+    def _members(self, node: int, pods: list[int], mask: np.ndarray | None) -> bool:
+        """The node's children with pods to place, in sub-group order (§14.4), each inside ``mask``; at
+        the root then the pods that name no leaf."""
+        job = self.job
+        tree = job.tree
+        score, sat = scores(tree, self.s.leaf_counts(job))
+        rest = list(pods)
+        for child in ordered(tree, node, score, sat):
+            mine = [i for i in rest if tree.leaf_of.get(job.pods[i].subgroup) in tree.leaves[child]]
+            if not mine:
+                continue
+            rest = [i for i in rest if i not in mine]
+            if not self.place(child, mine, mask):
+                return False
+        return not rest or self.attempt(rest, mask) == len(rest)
+
+
+def _subtree_pods(job: Job, leaves: frozenset[int]) -> set[int]:
+    leaf_of = job.tree.leaf_of
+    return {i for i, p in enumerate(job.pods) if leaf_of.get(p.subgroup) in leaves}
+
+
+def _no_domain(topo: Topology, n: int, whose: str) -> str:
     level = topo.required or topo.preferred or ""
-    if len(pods) > 1:
-        return f"no {level} domain has room for all {len(pods)} pods of the job"
-    return f"no node with a {level} label has room for the pod"
+    if n > 1:
+        return f"no {level} domain has room for all {n} pods of {whose}"
+    if whose == "the job":
+        return f"no node with a {level} label has room for the pod"
+    return f"no node with a {level} label has room for the pod of {whose}"
 
 
 @dataclass
@@ -134,17 +234,28 @@ def _levels(s: Session, labels: tuple[str, ...]) -> _Levels:
     return hit
 
 
-def candidate_masks(s: Session, job: Job, pods: list[int]) -> list[tuple[int, np.ndarray | None]]:
-    """(level, node mask) of each candidate domain, in the order they are tried (see the module's
-    docstring); the mask of ``ROOT`` without a Topology is None: every node."""
-    labels = constrained_labels(job)
-    topo = job.topology
+def candidate_masks(
+    s: Session,
+    job: Job,
+    pods: list[int],
+    topo: Topology | None = None,
+    within: np.ndarray | None = None,
+    members: set[int] | None = None,
+) -> list[tuple[int, np.ndarray | None]]:
+    """(level, node mask) of each candidate domain of ``topo`` (default: the job's constraint) for
+    ``pods``, in the order they are tried (see the module's docstring), only over the nodes of ``within``
+    (None: every node; the mask of ``ROOT`` without a Topology is then None too). ``members``: the pods
+    of the constrained group whose running ones pin its required domain (None: the whole job)."""
+    topo = topo or job.topology
     assert topo is not None
+    labels = constrained_labels(topo)
     required = labels.index(topo.required) if topo.required else ROOT
     tree = _levels(s, labels)
     inside = tree.index[-1] >= 0
+    if within is not None:
+        inside &= within[: inside.shape[0]]
     if required != ROOT:
-        pinned = running_domains(s, job, required)
+        pinned = running_domains(s, job, required, topo, members)
         if pinned:
             ids = tree.ids[required]
             keep = np.array([dom in pinned for dom in ids] + [False], dtype=np.bool_)
@@ -178,14 +289,14 @@ def candidate_masks(s: Session, job: Job, pods: list[int]) -> list[tuple[int, np
         return free_room[0] + EPS >= want[0] and free_room[1] >= want[1]
 
     out: list[tuple[int, np.ndarray | None]] = []
-    for level in levels_to_try(job):
+    for level in levels_to_try(topo):
         if level != ROOT:
             held = count[level]
             fitting = [d for d in range(len(tree.ids[level])) if held[d] >= least and fits(room[level][:, d])]
             keys = sorted(_tree_key(tree, room, want, level, d) for d in fitting)
             out.extend((level, inside & (tree.index[level] == key[-1][2])) for key in keys)
         elif not topo.levels:
-            out.append((ROOT, None))
+            out.append((ROOT, within))
         elif (
             inside.any()
             and fits(np.array([f[inside].sum() for f in free]))
@@ -239,14 +350,23 @@ def _free(s: Session) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return free_gpu, free_cpu, free_mem
 
 
-def running_domains(s: Session, job: Job, level: int) -> set[str]:
-    """Ids of the domains at ``level`` (an index into ``constrained_labels``) that hold the job's active
-    pods, this session's placements and evictions counted (§5.5: running pods pin the required domain, so
-    a job that grows or refills its gang stays where it runs)."""
-    labels = constrained_labels(job)[: level + 1]
+def running_domains(
+    s: Session, job: Job, level: int, topo: Topology | None = None, members: set[int] | None = None
+) -> set[str]:
+    """Ids of the domains at ``level`` (an index into ``constrained_labels(topo)``, default the job's)
+    that hold active pods of ``members`` (None: the whole job), this session's placements and evictions
+    counted (§5.5: running pods pin the required domain, so a job or a sub-group that grows or refills its
+    gang stays where it runs)."""
+    topo = topo or job.topology
+    assert topo is not None
+    labels = constrained_labels(topo)[: level + 1]
     evicted = s.evicted.get(job.name, ())
-    slots = [slot for i, slot in enumerate(job.node) if job.state[i] in ACTIVE and i not in evicted]
-    slots += [slot for slot, *_ in s.placed.get(job.name, {}).values()]
+    slots = [
+        slot
+        for i, slot in enumerate(job.node)
+        if job.state[i] in ACTIVE and i not in evicted and (members is None or i in members)
+    ]
+    slots += [slot for i, (slot, *_) in s.placed.get(job.name, {}).items() if members is None or i in members]
     table = s.state.node_table
     out: set[str] = set()
     for slot in slots:

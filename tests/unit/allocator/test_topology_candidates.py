@@ -24,7 +24,7 @@ def test_levels_run_from_the_preferred_one_up_to_the_required_one():
     from muster.scheduler.topology import levels_to_try
 
     s, job = session_and_job(DC, labelled("z1", "r1", "h1"))
-    assert levels_to_try(job) == [2, 1, 0]
+    assert levels_to_try(job.topology) == [2, 1, 0]
 
 
 def test_with_only_a_preferred_level_the_whole_topology_comes_last():
@@ -32,7 +32,7 @@ def test_with_only_a_preferred_level_the_whole_topology_comes_last():
 
     only_preferred = ev.Topology(name="dc", levels=("zone", "rack", "host"), preferred="rack")
     s, job = session_and_job(only_preferred, labelled("z1", "r1", "h1"))
-    assert levels_to_try(job) == [1, 0, ROOT]
+    assert levels_to_try(job.topology) == [1, 0, ROOT]
 
 
 def test_a_domain_whose_nodes_cannot_each_hold_a_whole_pod_is_no_candidate_though_its_sums_suffice():

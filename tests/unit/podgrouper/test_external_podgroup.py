@@ -168,10 +168,6 @@ def test_a_podgroup_no_pod_names_is_refused():
         ("  queue: q\n  schedulingBackoff: 1\n", "spec.schedulingBackoff"),
         ("  queue: q\n  minMembers: 2\n", "spec.minMembers"),
         (
-            "  queue: q\n  subGroups: [{name: a, minMember: 1, topologyConstraint: {requiredTopologyLevel: rack}}]\n",
-            "spec.subGroups[0].topologyConstraint",
-        ),
-        (
             "  queue: q\n  topologyConstraint: {requiredLevel: rack}\n",
             "spec.topologyConstraint.requiredLevel",
         ),

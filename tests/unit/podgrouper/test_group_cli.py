@@ -17,6 +17,14 @@ def run(argv: list[str]) -> int:
     return args.run(args)
 
 
+def grouped_text(tmp_path, capsys, manifest: str) -> str:
+    """What ``muster group`` prints for ``manifest`` written to a file."""
+    path = tmp_path / "manifest.yaml"
+    path.write_text(manifest)
+    assert run(["group", str(path)]) == 0
+    return capsys.readouterr().out
+
+
 def test_json_output_has_the_cli_md_shape(capsys):
     manifest_docs("pytorchjob/kai__pytorch-job.yaml")  # skips when shared/ is absent
     assert run(["group", str(MANIFESTS / "pytorchjob/kai__pytorch-job.yaml"), "--json"]) == 0
@@ -99,27 +107,37 @@ def test_text_output_shows_where_each_sub_group_hangs(tmp_path, capsys):
     assert "sub-group leader (in segment-0): min 1" in out
 
 
-def test_text_output_reads_as_a_summary(tmp_path, capsys):
-    path = tmp_path / "job.yaml"
-    path.write_text(
-        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {containers: [{name: c}]}}}"
+def test_text_output_shows_a_sub_groups_own_topology_under_it(tmp_path, capsys):
+    out = grouped_text(
+        tmp_path,
+        capsys,
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js}\nspec:\n"
+        "  replicatedJobs:\n    - name: w\n      template:\n"
+        "        metadata: {annotations: {kai.scheduler/topology: t, kai.scheduler/topology-required-placement: rack}}\n"
+        "        spec: {template: {spec: {containers: [{name: c}]}}}\n",
     )
-    assert run(["group", str(path)]) == 0
-    out = capsys.readouterr().out
+    assert "  sub-group w-replica-0 (in w): min 1\n    topology: required=rack preferred=None\n" in out
+
+
+def test_text_output_reads_as_a_summary(tmp_path, capsys):
+    out = grouped_text(
+        tmp_path,
+        capsys,
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {containers: [{name: c}]}}}",
+    )
     assert "j  (Job)" in out and "gang: 1 of 1 pods" in out
 
 
 def test_text_output_shows_what_restricts_a_pods_nodes(tmp_path, capsys):
-    path = tmp_path / "job.yaml"
-    path.write_text(
+    out = grouped_text(
+        tmp_path,
+        capsys,
         "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {containers: [{name: c}],"
         " tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}, {operator: Exists}],"
         " affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms:"
         " [{matchExpressions: [{key: zone, operator: In, values: [a, b]}, {key: spot, operator: DoesNotExist}]},"
-        " {matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}}}}}}"
+        " {matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}}}}}}",
     )
-    assert run(["group", str(path)]) == 0
-    out = capsys.readouterr().out
     assert "    tolerates gpu=*:NoSchedule, *\n" in out
     assert "    requires a node with zone In (a, b) and spot DoesNotExist or metadata.name In (n1)\n" in out
 

@@ -4,7 +4,7 @@ a leaf per replica; TrainJob through the same rule (§4.10)."""
 from __future__ import annotations
 
 import pytest
-from muster.events import SubGroup
+from muster.events import SubGroup, Topology
 from muster.grouping.errors import ManifestError
 
 from .support import group_yaml, only
@@ -129,15 +129,21 @@ def test_a_jobset_without_replicated_jobs_is_refused():
     assert err.value.path == "spec.replicatedJobs"
 
 
-def test_a_replicated_job_topology_is_refused_by_name_not_dropped():
-    # KAI gives the replicas' leaves their own constraint (TestDistinctTopologiesAtJobSetAndReplicatedJobLevels);
-    # muster's allocator does not place by a sub-group's topology.
+def test_each_replicas_leaf_takes_its_replicated_jobs_topology_and_the_parent_none():
+    # KAI: TestDistinctTopologiesAtJobSetAndReplicatedJobLevels
     notes = "{kai.scheduler/topology: t, kai.scheduler/topology-required-placement: rack}"
-    with pytest.raises(ManifestError) as err:
-        group_yaml(jobset(rjob("w", 2, 4, annotations=notes)))
-    assert err.value.path == (
-        "spec.replicatedJobs[0].template.metadata.annotations.kai.scheduler/topology-required-placement"
-    )
+    group = only(group_yaml(jobset(rjob("w", 2, 4, annotations=notes))))
+    rack = Topology(required="rack")
+    assert [(s.name, s.topology) for s in group.subgroups] == [
+        ("w", None),
+        ("w-replica-0", rack),
+        ("w-replica-1", rack),
+    ]
+
+
+def test_a_replicated_jobs_topology_name_without_a_level_constrains_nothing():
+    group = only(group_yaml(jobset(rjob("w", 2, 4, annotations="{kai.scheduler/topology: t}"))))
+    assert all(s.topology is None for s in group.subgroups)
 
 
 def test_the_jobsets_own_topology_is_the_groups():

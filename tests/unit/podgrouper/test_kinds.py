@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from muster.events import SubGroup
+from muster.events import SubGroup, Topology
 from muster.grouping.errors import ManifestError
 
 from .support import group_yaml, only, pods_by_role, total_pods
@@ -221,6 +221,59 @@ def test_pytorch_segments_beyond_the_elastic_minimum_are_optional():
     ]
 
 
+def _pytorch_segment_topology(worker_notes: str, job_notes: str = "{}") -> str:
+    return f"""
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: p, annotations: {job_notes}}}
+spec:
+  pytorchReplicaSpecs:
+    Master: {{replicas: 1, template: {{spec: {{containers: [{{name: c}}]}}}}}}
+    Worker:
+      replicas: 4
+      template:
+        metadata: {{annotations: {{kai.scheduler/segment-size: "2", {worker_notes}}}}}
+        spec: {{containers: [{{name: c}}]}}
+"""
+
+
+def test_pytorch_each_segment_takes_the_segment_topology_and_master_and_worker_none():
+    # KAI: pytorch_grouper_test.go TestGetPodGroupMetadata_Segments_WithTopologyConstraints
+    notes = (
+        "kai.scheduler/topology: cluster-topology, kai.scheduler/segment-topology-required-placement: rack, "
+        "kai.scheduler/segment-topology-preferred-placement: node"
+    )
+    group = only(group_yaml(_pytorch_segment_topology(notes)))
+    segment = Topology(required="rack", preferred="node")
+    assert [(s.name, s.topology) for s in group.subgroups] == [
+        ("master", None),
+        ("worker", None),
+        ("worker-0", segment),
+        ("worker-1", segment),
+    ]
+
+
+def test_pytorch_segment_topology_takes_its_name_from_the_job_when_the_workers_give_none():
+    # KAI: pytorch_grouper_test.go TestGetPodGroupMetadata_Segments_TopologyFromRootAnnotation
+    group = only(
+        group_yaml(
+            _pytorch_segment_topology(
+                "kai.scheduler/segment-topology-required-placement: rack",
+                "{kai.scheduler/topology: cluster-topology}",
+            )
+        )
+    )
+    assert group.subgroups[2].topology == Topology(required="rack")
+
+
+def test_pytorch_segment_levels_without_a_topology_name_constrain_nothing():
+    # KAI: pytorch_grouper_test.go TestGetPodGroupMetadata_Segments_NoTopologyWhenMissing
+    group = only(
+        group_yaml(_pytorch_segment_topology("kai.scheduler/segment-topology-required-placement: rack"))
+    )
+    assert all(s.topology is None for s in group.subgroups)
+
+
 def test_pytorch_more_than_ten_thousand_segments_is_refused():
     with pytest.raises(ManifestError) as err:
         group_yaml(_pytorch_segmented(10_001, 1))
@@ -273,6 +326,30 @@ def test_ray_priority_label_overrides_every_other_rule():
     assert (group.priority_class, group.priority, group.preemptible) == ("inference", 125, False)
 
 
+def _ray_with_worker_notes(notes: str) -> str:
+    return RAY.format(labels="{}", replicas=2, min_replicas=2).replace(
+        "template: {spec: {containers: [{name: w}]}}",
+        f"template: {{metadata: {{annotations: {notes}}}, spec: {{containers: [{{name: w}}]}}}}",
+    )
+
+
+def test_ray_worker_group_takes_its_templates_topology_and_the_head_none():
+    # KAI: ray_grouper.go getWorkerGroupTopologyConstraints
+    notes = "{kai.scheduler/topology: t, kai.scheduler/topology-required-placement: rack}"
+    group = only(group_yaml(_ray_with_worker_notes(notes)))
+    assert [(s.name, s.topology) for s in group.subgroups] == [
+        ("headgroup", None),
+        ("a", Topology(required="rack")),
+    ]
+
+
+def test_ray_placement_level_without_a_topology_name_is_refused_naming_the_name():
+    # KAI fails the grouping: the topology annotation is required once a placement level is set
+    with pytest.raises(ManifestError) as err:
+        group_yaml(_ray_with_worker_notes("{kai.scheduler/topology-preferred-placement: rack}"))
+    assert err.value.path == "spec.workerGroupSpecs[0].template.metadata.annotations.kai.scheduler/topology"
+
+
 def test_ray_min_replicas_above_replicas_is_rejected():
     with pytest.raises(ManifestError) as err:
         group_yaml(RAY.format(labels="{}", replicas=1, min_replicas=2))
@@ -314,6 +391,23 @@ def test_lws_segments_count_the_leader_in_the_first():
         ("leader", "segment-0", None, 1),
         ("workers", "segment-0", None, 1),
         ("segment-1", None, None, 2),
+    ]
+
+
+def test_lws_every_segment_takes_the_segment_topology_and_the_leaders_leaves_none():
+    # KAI: lws_grouper.go createSegmentSubgroups gives each segment the worker template's constraint
+    text = _lws(4, 2).replace(
+        "workerTemplate: {spec:",
+        "workerTemplate: {metadata: {annotations: {kai.scheduler/topology: t, "
+        "kai.scheduler/segment-topology-required-placement: rack}}, spec:",
+    )
+    group = only(group_yaml(text))
+    rack = Topology(required="rack")
+    assert [(s.name, s.topology) for s in group.subgroups] == [
+        ("segment-0", rack),
+        ("leader", None),
+        ("workers", None),
+        ("segment-1", rack),
     ]
 
 

@@ -60,6 +60,41 @@ def test_an_external_podgroups_constraint_resolves_against_the_topology():
     assert only(groups).topology.required == "accelerator.nvidia.com/rack"
 
 
+def subgrouped(constraint: str) -> str:
+    return f"""
+apiVersion: scheduling.run.ai/v2alpha2
+kind: PodGroup
+metadata: {{name: nested}}
+spec:
+  queue: default-queue
+  topologyConstraint: {{topology: network, requiredTopologyLevel: rack}}
+  subGroups: [{{name: a, minMember: 1, topologyConstraint: {constraint}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: p, annotations: {{pod-group-name: nested}}, labels: {{kai.scheduler/subgroup-name: a}}}}
+spec: {{containers: [{{name: c}}]}}
+"""
+
+
+def test_a_subgroups_own_constraint_resolves_against_the_topology_as_the_podgroups_does():
+    group = only(
+        group_yaml(submitted(NETWORK, subgrouped("{topology: network, requiredTopologyLevel: node}")))
+    )
+    assert group.subgroups[0].topology == Topology(
+        name="network",
+        levels=("accelerator.nvidia.com/rack", "kubernetes.io/hostname"),
+        required="kubernetes.io/hostname",
+    )
+
+
+def test_a_subgroups_level_that_is_not_in_the_topology_is_refused_naming_its_field():
+    text = submitted(NETWORK, subgrouped("{topology: network, requiredTopologyLevel: zone}"))
+    with pytest.raises(ManifestError) as info:
+        group_yaml(text)
+    assert info.value.path == "spec.subGroups[0].topologyConstraint.requiredTopologyLevel"
+
+
 def test_a_level_that_is_not_in_the_topology_is_refused_naming_the_annotation():
     text = submitted(
         NETWORK, job("{kai.scheduler/topology: network, kai.scheduler/topology-preferred-placement: zone}")
@@ -101,3 +136,39 @@ def test_without_a_topology_in_the_submission_the_levels_are_node_labels():
 def test_grouping_a_topology_alone_without_a_system_says_to_submit_it_to_the_running_one():
     with pytest.raises(ManifestError, match="`muster submit` it to the running system"):
         group_yaml(NETWORK)
+
+
+SEGMENTED = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {{name: seg}}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        metadata:
+          annotations:
+            kai.scheduler/segment-size: "2"
+            kai.scheduler/topology: network
+            kai.scheduler/segment-topology-required-placement: {level}
+        spec: {{containers: [{{name: c}}]}}
+"""
+
+
+def test_a_segments_level_resolves_by_alias_against_the_topology():
+    group = only(group_yaml(submitted(NETWORK, SEGMENTED.format(level="rack"))))
+    assert [s.topology.required if s.topology else None for s in group.subgroups] == [
+        None,
+        "accelerator.nvidia.com/rack",
+        "accelerator.nvidia.com/rack",
+    ]
+
+
+def test_a_segments_level_that_is_not_in_the_topology_is_refused_naming_its_annotation():
+    with pytest.raises(ManifestError) as info:
+        group_yaml(submitted(NETWORK, SEGMENTED.format(level="zone")))
+    assert info.value.path == (
+        "spec.pytorchReplicaSpecs.Worker.template.metadata.annotations."
+        "kai.scheduler/segment-topology-required-placement"
+    )

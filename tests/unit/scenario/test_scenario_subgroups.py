@@ -40,8 +40,14 @@ def test_the_tree_and_each_pod_entrys_leaf_reach_the_group():
     assert [p.subgroup for p in group.pods] == ["a-0", "b", ""]
 
 
-def test_a_sub_group_topology_is_refused_by_name_not_dropped():
+def test_a_sub_groups_own_topology_reaches_its_sub_group():
     subgroups = [{"name": "b", "min_available": 2, "topology": {"required": "rack"}}]
+    group = job_to_podgroup(job(min_subgroup=None, subgroups=subgroups, pods=[{"subgroup": "b"}]))
+    assert group.subgroups == [ev.SubGroup(name="b", min_available=2, topology=ev.Topology(required="rack"))]
+
+
+def test_a_sub_groups_topology_without_a_level_is_refused_naming_it():
+    subgroups = [{"name": "b", "min_available": 2, "topology": {}}]
     assert error_path(job(min_subgroup=None, subgroups=subgroups, pods=[{"subgroup": "b"}])) == (
         "jobs[0].subgroups[0].topology"
     )

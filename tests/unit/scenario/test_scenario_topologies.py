@@ -56,6 +56,29 @@ def test_a_level_that_is_not_in_the_topology_is_refused_naming_the_field():
     assert error.path == "jobs[0].topology.preferred" and "'host'" in error.message
 
 
+def with_subgroup_topology(topology: dict) -> dict:
+    data = scenario({"name": "dc", "required": "zone"})
+    data["jobs"][0]["subgroups"] = [{"name": "a", "min_available": 1, "topology": topology}]
+    data["jobs"][0]["pods"][0]["subgroup"] = "a"
+    return data
+
+
+def test_a_sub_groups_constraint_resolves_against_the_topology_as_the_jobs_does():
+    (group,) = [
+        e
+        for e in scenario_events(parse_scenario(with_subgroup_topology({"name": "dc", "required": "rack"})))
+        if isinstance(e, ev.PodGroupCreated)
+    ]
+    assert group.subgroups[0].topology == ev.Topology(
+        name="dc", levels=("zone", "topology.rack"), required="topology.rack"
+    )
+
+
+def test_a_sub_groups_level_that_is_not_in_the_topology_is_refused_naming_the_field():
+    error = error_of(with_subgroup_topology({"name": "dc", "required": "host"}))
+    assert error.path == "jobs[0].subgroups[0].topology.required" and "'host'" in error.message
+
+
 def test_a_preferred_level_wider_than_the_required_one_is_refused():
     error = error_of(scenario({"name": "dc", "required": "rack", "preferred": "zone"}))
     assert error.path == "jobs[0].topology.preferred" and "wider" in error.message

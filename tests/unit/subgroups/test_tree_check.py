@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from muster.events import SubGroup as SG
+from muster.events import Topology
 from muster.subgroups import SubGroupError, check_tree
 
 
@@ -91,3 +92,10 @@ def test_a_pod_naming_an_unknown_sub_group_is_refused():
 def test_a_pod_naming_a_parent_sub_group_is_refused():
     field, message = fault([SG(name="set"), SG(name="a", parent="set")], pods=["set"])
     assert field == "pods[0].subgroup" and "leaves only" in message
+
+
+def test_a_sub_groups_constraint_no_topology_could_make_is_named_by_its_field():
+    # what bus admission refuses of an event's own constraint, it refuses of a sub-group's too
+    bad = Topology(name="dc", levels=("zone", "rack"), required="host")
+    field, message = fault([SG(name="a", min_available=1, topology=bad)])
+    assert field == "subgroups[0].topology.required" and "'host'" in message

@@ -22,9 +22,9 @@ from muster.grouping.model import Context, Draft, Meta, PodTemplate, pod_templat
 from muster.pod_constraints import NOT_HONOURED
 
 _TOPOLOGY = (
-    "a Grove topologyConstraint names a level of Grove's ClusterTopology, which muster has no way to "
-    "resolve to a node label, and a clique's or scaling group's own constraint is a sub-group topology "
-    "muster does not place yet; use the kai.scheduler/topology annotations on the PodCliqueSet"
+    "a Grove topologyConstraint's pack domain names a level of Grove's ClusterTopology, which muster has "
+    "no way to resolve to a node label or a KAI Topology level; use the kai.scheduler/topology annotations "
+    "on the PodCliqueSet"
 )
 _SHARING = "shared dynamic resource claims (DRA) are not counted or placed"
 

@@ -10,8 +10,9 @@
   when absent) and needing the Job template's ``kai.scheduler/batch-min-member``, else all of them.
 
 KAI places a pod in its leaf by the pod's JobSet labels; muster builds the pods from the templates,
-so replica i's pods are the leaf's. A leaf's own topology (``kai.scheduler/topology*`` on the Job
-template) is refused by name: the allocator does not place by a sub-group's topology yet.
+so replica i's pods are the leaf's. Each replica's leaf takes its own topology constraint from the Job
+template's ``kai.scheduler/topology`` and ``topology-{required,preferred}-placement`` annotations (KAI
+gives none unless the name and a level are both there); the parents carry none.
 
 KAI's legacy path (the flat v0.15 form, chosen when a PodGroup without sub-groups already exists for
 the JobSet) needs the cluster's existing PodGroups, which muster's grouping never has: every JobSet
@@ -30,8 +31,16 @@ from muster.grouping.external_podgroup import SKIP_PODGROUPER, skips_podgrouper
 from muster.grouping.fields import as_map, get_count, get_int, get_list, get_map, get_str, join, require_map
 from muster.grouping.groupers.core import BATCH_MIN_MEMBER
 from muster.grouping.limits import check_count
-from muster.grouping.metadata import PREFERRED_PLACEMENT, REQUIRED_PLACEMENT, TOPOLOGY_ANNOTATION
-from muster.grouping.model import Context, Draft, Meta, PodTemplate, nested_meta, pod_template
+from muster.grouping.metadata import annotated_constraint
+from muster.grouping.model import (
+    AnnotatedConstraint,
+    Context,
+    Draft,
+    Meta,
+    PodTemplate,
+    nested_meta,
+    pod_template,
+)
 
 IN_ORDER = "InOrder"
 
@@ -46,6 +55,8 @@ class ReplicatedJob:
     """Pods each replica's leaf needs."""
     pods: PodTemplate
     """One replica's pods (``parallelism`` of them)."""
+    topology: AnnotatedConstraint | None = None
+    """Each replica's leaf's own constraint (the Job template's annotations)."""
 
     def leaf(self, i: int) -> str:
         return f"{self.name}-replica-{i}"
@@ -57,18 +68,6 @@ def annotated_min(annotations: dict[str, str], apath: str) -> int | None:
     if value is not None and value < 1:
         raise ManifestError(join(apath, BATCH_MIN_MEMBER), f"must be at least 1, got {value}")
     return value
-
-
-def _refuse_leaf_topology(annotations: dict[str, str], apath: str) -> None:
-    # KAI gives the replicas' leaves this constraint only with a topology name and a level; without
-    # them it ignores the annotations, and so does muster.
-    levels = [key for key in (REQUIRED_PLACEMENT, PREFERRED_PLACEMENT) if annotations.get(key)]
-    if annotations.get(TOPOLOGY_ANNOTATION) and levels:
-        raise ManifestError(
-            join(apath, levels[0]),
-            "a replicatedJob's own topology (its replicas' sub-groups) is not supported yet: "
-            "muster places a JobSet only by the JobSet's own kai.scheduler/topology annotations",
-        )
 
 
 def replicated_jobs(spec: dict[str, Any], spath: str) -> list[ReplicatedJob]:
@@ -94,7 +93,6 @@ def replicated_jobs(spec: dict[str, Any], spath: str) -> list[ReplicatedJob]:
             raise ManifestError(
                 join(apath, SKIP_PODGROUPER), "a replicatedJob's Job cannot leave the JobSet's group"
             )
-        _refuse_leaf_topology(job.annotations, apath)
         jpath = join(tpath, "spec")
         job_spec = require_map(template, "spec", tpath)
         parallelism = get_count(job_spec, "parallelism", jpath, 1)
@@ -109,7 +107,10 @@ def replicated_jobs(spec: dict[str, Any], spath: str) -> list[ReplicatedJob]:
         pods = pod_template(
             require_map(job_spec, "template", jpath), join(jpath, "template"), role=name, count=parallelism
         )
-        out.append(ReplicatedJob(name, replicas, parallelism if leaf_min is None else leaf_min, pods))
+        topology = annotated_constraint([(job.annotations, apath)], job.annotations, apath)
+        out.append(
+            ReplicatedJob(name, replicas, parallelism if leaf_min is None else leaf_min, pods, topology)
+        )
     if not out:
         raise ManifestError(jobs_path, "a JobSet needs at least one replicatedJob")
     names = [r.name for r in out]
@@ -143,11 +144,14 @@ def jobset_drafts(
     need = root_min_subgroup(spec, spath, annotations, apath, len(jobs))
     subgroups: list[SubGroup] = []
     pods: list[PodTemplate] = []
+    constrained: list[tuple[str, AnnotatedConstraint]] = []
     global_replicas, global_index = sum(rjob.replicas for rjob in jobs), 0
     for rjob in jobs:
         subgroups.append(SubGroup(name=rjob.name, min_subgroup=rjob.replicas))
         for i in range(rjob.replicas):
             subgroups.append(SubGroup(name=rjob.leaf(i), parent=rjob.name, min_available=rjob.leaf_min))
+            if rjob.topology is not None:
+                constrained.append((rjob.leaf(i), rjob.topology))
             # Each replica is a Job of its own: its pods carry its index (the template's labels win).
             labels = controller_labels.synthesised(
                 "JobSet",
@@ -173,6 +177,7 @@ def jobset_drafts(
             min_available=sum(costs[:need]),
             subgroups=tuple(subgroups),
             min_subgroup=need,
+            subgroup_topologies=tuple(constrained),
         )
     ]
 

@@ -23,7 +23,8 @@ from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_int, get_map, get_str, join, require_map
 from muster.grouping.groupers.default import shared_group
 from muster.grouping.limits import check_count
-from muster.grouping.model import Context, Draft, Meta, PodTemplate, pod_template
+from muster.grouping.metadata import segment_constraint
+from muster.grouping.model import AnnotatedConstraint, Context, Draft, Meta, PodTemplate, pod_template
 
 REPLICA_MAPS = {
     "TFJob": "tfReplicaSpecs",
@@ -93,7 +94,13 @@ def _scheduling_min(obj: dict[str, Any], path: str) -> int | None:
     return None if value is None else check_count(value, join(ppath, "minAvailable"))
 
 
-def _draft(meta: Meta, pods: list[PodTemplate], min_available: int, subgroups=()) -> list[Draft]:
+def _draft(
+    meta: Meta,
+    pods: list[PodTemplate],
+    min_available: int,
+    subgroups=(),
+    subgroup_topologies: tuple[tuple[str, AnnotatedConstraint], ...] = (),
+) -> list[Draft]:
     return [
         Draft(
             name=meta.name,
@@ -103,6 +110,7 @@ def _draft(meta: Meta, pods: list[PodTemplate], min_available: int, subgroups=()
             pods=tuple(pods),
             min_available=min_available,
             subgroups=tuple(subgroups),
+            subgroup_topologies=subgroup_topologies,
         )
     ]
 
@@ -128,12 +136,12 @@ def group_mpi(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
 
 
 def _segments(
-    worker: PodTemplate, path: str, minimum: int
-) -> tuple[list[SubGroup], list[PodTemplate]] | None:
+    worker: PodTemplate, path: str, minimum: int, meta: Meta
+) -> tuple[list[SubGroup], list[PodTemplate], tuple[tuple[str, AnnotatedConstraint], ...]] | None:
     """The ``worker-<i>`` leaves under the ``worker`` set (podgrouper-rules.md §4.6): segments that
     cover the worker minimum (``minimum``) need their size, the job's last one its remainder; the
     segments beyond are optional (min 0), so the job starts once its minimum runs and is not stale
-    without them."""
+    without them. Each segment gets the segment topology constraint, if the annotations give one."""
     raw = worker.annotations.get(SEGMENT_SIZE)
     if raw is None:
         return None
@@ -157,7 +165,9 @@ def _segments(
         for i, n in enumerate(sizes)
     ]
     pods = [worker.with_pod(count=n, subgroup=f"worker-{i}") for i, n in enumerate(sizes)]
-    return [SubGroup(name="worker", min_subgroup=parts), *subgroups], pods
+    topology = segment_constraint(worker.annotations, apath, meta.annotations)
+    constrained = tuple((sub.name, topology) for sub in subgroups) if topology is not None else ()
+    return [SubGroup(name="worker", min_subgroup=parts), *subgroups], pods, constrained
 
 
 def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
@@ -178,6 +188,7 @@ def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
     masters = by_type["Master"][0] if "Master" in by_type else 0
     subgroups: list[SubGroup] = []
     pods: list[PodTemplate] = []
+    constrained: tuple[tuple[str, AnnotatedConstraint], ...] = ()
     if masters > 0:
         subgroups.append(SubGroup(name="master", min_available=masters))
     for rtype, _, template in specs:
@@ -186,16 +197,17 @@ def group_pytorch(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> l
         elif rtype == "Worker":
             worker_min = max(0, min_available - masters)
             wpath = join(join(join(spath, "pytorchReplicaSpecs"), "Worker"), "template")
-            segmented = _segments(template, wpath, worker_min)
+            segmented = _segments(template, wpath, worker_min, meta)
             if segmented is None:
                 subgroups.append(SubGroup(name="worker", min_available=worker_min))
                 pods.append(template.with_pod(subgroup="worker"))
             else:
                 subgroups += segmented[0]
                 pods += segmented[1]
+                constrained = segmented[2]
         else:
             pods.append(template)
-    return _draft(meta, pods, min_available, subgroups)
+    return _draft(meta, pods, min_available, subgroups, constrained)
 
 
 def group_paddle(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:

@@ -9,7 +9,8 @@ segment size (``subGroupPolicy.subGroupSize``, else ``kai.scheduler/segment-size
 on the LWS, else on the worker template) the gang is split into ``segment-<i>``
 sub-groups of that many pods, the leader counted in ``segment-0`` (``LeaderWorker``:
 ``segment-0`` is then a set of the leaves ``leader`` and ``workers``, both required) or in its own
-``leader`` sub-group (``LeaderExcluded``).
+``leader`` sub-group (``LeaderExcluded``). Every ``segment-<i>`` gets the segment topology constraint
+when the annotations give one (``metadata.segment_constraint``); the leader's own sub-groups get none.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import get_count, get_int, get_map, get_str, join, require_map
 from muster.grouping.limits import check_count
+from muster.grouping.metadata import segment_constraint
 from muster.grouping.model import IMPLICIT, Context, Draft, Meta, PodTemplate, pod_template
 
 SEGMENT_SIZE = "kai.scheduler/segment-size"
@@ -77,6 +79,7 @@ def group_lws(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
     )
 
     segment, where = _segment_size(lwt, lpath, meta, worker)
+    constrained = ()
     if segment is None:
         subgroups = [SubGroup(name="leader", min_available=1)]
         pods = [leader.with_pod(subgroup="leader")]
@@ -86,6 +89,10 @@ def group_lws(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
             pods.append(worker.with_pod(subgroup="workers" if min_available > 1 else ""))
     else:
         subgroups, pods = _segmented(lwt, lpath, leader, worker, size, min_available, segment, where)
+        wpath = join(join(lpath, "workerTemplate"), "metadata.annotations")
+        topology = segment_constraint(worker.annotations, wpath, meta.annotations)
+        if topology is not None:
+            constrained = tuple((s.name, topology) for s in subgroups if s.name.startswith("segment-"))
     return [
         Draft(
             name=f"{meta.name}-group-{n}",
@@ -95,6 +102,7 @@ def group_lws(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[
             pods=tuple(p for p in pods if p.pod.count > 0),
             min_available=min_available,
             subgroups=tuple(subgroups),
+            subgroup_topologies=constrained,
         )
         for n in range(replicas)
     ]

@@ -4,8 +4,9 @@ min_available = 1 (head) + per worker group ``minReplicas × numOfHosts`` when
 ``minReplicas > 0``, else ``replicas × numOfHosts``; a group with both at 0, or
 flagged ``suspended`` (the field KAI reads; KubeRay's own is ``suspend``, which
 KAI does not see) does not count. Sub-groups: ``headgroup`` and one per counted
-worker group. The label ``ray.io/priority-class-name`` on the top owner wins
-over every other priority rule.
+worker group, each with its own topology constraint when its template's annotations give a
+required or preferred placement level (``kai.scheduler/topology`` must then name the topology). The
+label ``ray.io/priority-class-name`` on the top owner wins over every other priority rule.
 
 A RayJob in ``K8sJobMode`` (the default) also runs a submitter pod; it shares
 the group but is not part of the gang or of any sub-group. Its resources are
@@ -22,7 +23,21 @@ from muster.grouping import controller_labels
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_bool, get_count, get_list, get_str, join, require_map
 from muster.grouping.limits import check_count
-from muster.grouping.model import IMPLICIT, Context, Draft, Meta, PodTemplate, pod_template
+from muster.grouping.metadata import (
+    PREFERRED_PLACEMENT,
+    REQUIRED_PLACEMENT,
+    TOPOLOGY_ANNOTATION,
+    annotated_constraint,
+)
+from muster.grouping.model import (
+    IMPLICIT,
+    AnnotatedConstraint,
+    Context,
+    Draft,
+    Meta,
+    PodTemplate,
+    pod_template,
+)
 
 PRIORITY_LABEL = "ray.io/priority-class-name"
 _DEFAULT_SUBMITTER = {
@@ -40,11 +55,24 @@ _DEFAULT_SUBMITTER = {
 }
 
 
+def _template_constraint(template: PodTemplate, tpath: str) -> AnnotatedConstraint | None:
+    """A head or worker group's own constraint from its template's annotations; KAI fails the grouping
+    when a placement level comes without a topology name."""
+    apath = join(join(tpath, "metadata"), "annotations")
+    notes = template.annotations
+    levels = [key for key in (REQUIRED_PLACEMENT, PREFERRED_PLACEMENT) if notes.get(key)]
+    if levels and not notes.get(TOPOLOGY_ANNOTATION):
+        raise ManifestError(
+            join(apath, TOPOLOGY_ANNOTATION), f"required when {levels[0]} is set: it names the topology"
+        )
+    return annotated_constraint([(notes, apath)], notes, apath)
+
+
 def cluster_gang(
     cluster: dict[str, Any], cpath: str, name: str | None
-) -> tuple[int, list[SubGroup], list[PodTemplate]]:
-    """(min_available, sub-groups, pods) of one RayCluster spec; ``name`` is the cluster's, None when
-    KubeRay generates it (a RayJob's, a RayService's)."""
+) -> tuple[int, list[SubGroup], list[PodTemplate], tuple[tuple[str, AnnotatedConstraint], ...]]:
+    """(min_available, sub-groups, pods, the sub-groups' own constraints) of one RayCluster spec;
+    ``name`` is the cluster's, None when KubeRay generates it (a RayJob's, a RayService's)."""
     controller = "RayGeneratedCluster" if name is None else "RayCluster"
     hpath = join(cpath, "headGroupSpec")
     head_spec = require_map(cluster, "headGroupSpec", cpath)
@@ -57,6 +85,9 @@ def cluster_gang(
         controller_labels=controller_labels.synthesised(controller, name=name, role="head"),
     )
     minimum, subgroups, pods = 1, [SubGroup(name="headgroup", min_available=1)], [head]
+    constrained: list[tuple[str, AnnotatedConstraint]] = []
+    if (own := _template_constraint(head, join(hpath, "template"))) is not None:
+        constrained.append(("headgroup", own))
     for i, raw in enumerate(get_list(cluster, "workerGroupSpecs", cpath)):
         wpath = join(join(cpath, "workerGroupSpecs"), i)
         group = as_map(raw, wpath)
@@ -84,9 +115,11 @@ def cluster_gang(
                 controller, name=name, role="worker", group=group_name
             ),
         )
+        if counted and (own := _template_constraint(template, join(wpath, "template"))) is not None:
+            constrained.append((group_name, own))
         if template.pod.count > 0:
             pods.append(template)
-    return minimum, subgroups, pods
+    return minimum, subgroups, pods, tuple(constrained)
 
 
 def _draft(
@@ -94,7 +127,7 @@ def _draft(
 ) -> list[Draft]:
     # Only a RayCluster names its own cluster; a RayJob's or RayService's gets a generated name.
     cluster_name = meta.name if meta.kind == "RayCluster" else None
-    minimum, subgroups, pods = cluster_gang(cluster, cpath, cluster_name)
+    minimum, subgroups, pods, constrained = cluster_gang(cluster, cpath, cluster_name)
     return [
         Draft(
             name=meta.name,
@@ -104,6 +137,7 @@ def _draft(
             pods=tuple(pods) + tuple(extra),
             min_available=minimum,
             subgroups=tuple(subgroups),
+            subgroup_topologies=constrained,
             priority_class=meta.labels.get(PRIORITY_LABEL) or None,
         )
     ]

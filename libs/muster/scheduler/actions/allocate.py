@@ -44,7 +44,7 @@ class AllocateAction:
         # within one allocate pass resources only shrink, so a shape that found no room never will; but
         # pods placed later in the pass may meet a pod affinity, so those jobs are not remembered
         view = s.pod_affinity()
-        shape = (job.pool, job.topology, tuple(job.pods[i] for i in pods))
+        shape = (job.pool, *topology.constraints_key(s, job), tuple(job.pods[i] for i in pods))
         cached = view is None or not view.constrained(job)
         why = failed_shapes.get(shape) if cached else None
         if why is not None:
@@ -65,21 +65,21 @@ class AllocateAction:
 
 def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | None:
     """Place all ``pods`` in the statement; None on success, else why not (the statement is then empty)."""
-    if job.topology is None:
+    if not topology.constrained(job):
         result = stmt.place(job, pods)
         if result.count == len(pods):
             return None
         stmt.discard()
         return s.no_fit(job, pods, result.count)
 
-    def attempt(mask: np.ndarray | None) -> int:
+    def attempt(some: list[int], mask: np.ndarray | None) -> int:
         cp = stmt.checkpoint()
-        count = stmt.place(job, pods, restrict=mask).count
-        if count != len(pods):
+        count = stmt.place(job, some, restrict=mask).count
+        if count != len(some):
             stmt.rollback(cp)
         return count
 
-    why = topology.place_in_domain(s, job, pods, attempt)
+    why = topology.place_in_topology(s, job, pods, attempt, stmt.checkpoint, stmt.rollback)
     if why is not None:
         stmt.discard()
     return why

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .. import batch, reasons
+from .. import batch, reasons, topology
 from ..ordering import JobQueue, job_key
 from ..preemption_delay import in_preemption_delay
 from ..session import Session
@@ -212,13 +212,15 @@ def lowest_running_priority(s: Session) -> dict[int, int]:
 
 def shape_key(s: Session, job: Job, pods: list[int]) -> tuple:
     """What decides whether evicting others can make room for ``pods`` of ``job``: jobs alike in it share
-    a failed search within one action's walk. Where a topology-constrained job may go depends on its
-    constraint and, once it runs, on where its pods run (they pin its required domain), so such a job
-    shares a failure only with itself."""
-    key = (job.queue, job.pool, job.priority, tuple(job.pods[i] for i in pods), job.topology)
-    if job.topology is not None and s.active(job):
-        return (*key, job.name)
-    return key
+    a failed search within one action's walk (``topology.constraints_key`` says what of a constrained
+    job's placement is its own)."""
+    return (
+        job.queue,
+        job.pool,
+        job.priority,
+        tuple(job.pods[i] for i in pods),
+        *topology.constraints_key(s, job),
+    )
 
 
 class VictimSearch:

@@ -362,17 +362,26 @@ def _enough_gpus(s: Session, job: Job, want: list[int], victims: list[Unit]) -> 
 def _place_in_topology(
     s: Session, stmt: Statement, job: Job, pods: list[int], charged: list, releasing_first: bool = False
 ) -> bool:
-    """``_place_within_limits``, all inside one domain of the job's topology constraint when it has one
-    (§5.5, §8): the evicting job's pods, and a moved victim's, which must fit its own constraint again
-    (its pods still running pin its required domain)."""
-    if job.topology is None:
+    """``_place_within_limits``, all inside one domain of each topology constraint of the job, its own and
+    its sub-groups' (§5.5, §14.5, §8): the evicting job's pods, and a moved victim's, which must fit its
+    own constraints again (its pods still running pin their required domains)."""
+    if not topology.constrained(job):
         return _place_within_limits(s, stmt, job, pods, charged, releasing_first)
 
-    def attempt(mask: np.ndarray | None) -> int:
-        placed = _place_within_limits(s, stmt, job, pods, charged, releasing_first, restrict=mask)
-        return len(pods) if placed else 0
+    def attempt(some: list[int], mask: np.ndarray | None) -> int:
+        placed = _place_within_limits(s, stmt, job, some, charged, releasing_first, restrict=mask)
+        return len(some) if placed else 0
 
-    return topology.place_in_domain(s, job, pods, attempt, explain=False) is None
+    def checkpoint() -> tuple[int, int]:
+        return stmt.checkpoint(), len(charged)
+
+    def rollback(cp: tuple[int, int]) -> None:
+        stmt.rollback(cp[0])
+        while len(charged) > cp[1]:
+            j, acct = charged.pop()
+            s.charge(j, acct, -1)
+
+    return topology.place_in_topology(s, job, pods, attempt, checkpoint, rollback, explain=False) is None
 
 
 def _place_within_limits(
