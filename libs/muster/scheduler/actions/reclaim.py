@@ -1,7 +1,9 @@
 """KAI's reclaim action (§6): a queue below its fair share takes back resources other queues hold over theirs.
 
 Victims come from other leaf queues, in victim order, minus jobs still in
-their reclaim min-runtime. A solution is kept only if every killed victim
+their reclaim min-runtime. The solver accepts a proposal (each one it finds,
+for the request of the pods its probe places, so a rejected one only sends
+the search on to the next) only if every killed victim
 group passes a reclaim strategy at the level where the two queue paths
 split (fair-share reclaim: the victim side holds more than max(quota, fair
 share); quota reclaim: the reclaimer side is within quota and the victim
@@ -67,16 +69,16 @@ class ReclaimAction(VictimSearch):
             failed.add(key)
             return
         before = [row[:] for row in s.alloc]
-        sol = solver.solve(s, job, pods, victim_order(s, by_leaf), self.name)
+
+        def allowed(want: list[int], killed: list[Unit]) -> bool:
+            return check(s, job, s.request_of(job, want), before, killed) is not None
+
+        sol = solver.solve(s, job, pods, victim_order(s, by_leaf), self.name, validate=allowed)
         if sol is None:
             failed.add(key)
             return
-        killed = sol.killed()
-        texts = check(s, job, req, before, killed)
-        if texts is None:
-            sol.stmt.discard()
-            failed.add(key)
-            return
+        texts = check(s, job, req, before, sol.killed())
+        assert texts is not None  # the search validated this very proposal for all the pods
         solver.commit(s, job, sol, lambda u: texts[u.job.name])
 
 

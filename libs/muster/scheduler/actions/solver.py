@@ -36,8 +36,11 @@ every victim moves. The evicting job's own pods keep allocate's choice,
 idle devices first: those that fit there bind at once. A job with a topology
 constraint, the evicting one or a moved victim, lands inside one domain of it
 (``scheduler/topology.py``), as allocate places it. The first proposal that
-places all the job's pods is kept; nothing leaves the statement until the
-caller validates and commits.
+places all the probe's pods and that the action's validator accepts is kept
+(KAI runs it on every proposal of every probe: reclaim's strategies and
+ordering, §6 steps 4-6, for the probe's own request; a rejected proposal
+fails like one that does not fit, and the search goes on); nothing leaves the
+statement until the caller commits.
 """
 
 from __future__ import annotations
@@ -93,6 +96,12 @@ class _Units:
             i += 1
 
 
+Validator = Callable[[list[int], list[Unit]], bool]
+"""An action's own rule for one proposal (KAI's scenario validator): given the pods the probe places and
+the victims the proposal kills (moved ones do not count), whether the action accepts it. A rejected
+proposal fails like one whose pods do not fit, and the search goes on."""
+
+
 @dataclass
 class _Search:
     """What one solve shares across its generators and probes; free GPUs are read before any proposal."""
@@ -105,6 +114,7 @@ class _Search:
     why: Eviction
     all_must_move: bool
     free: float
+    validate: Validator | None = None
     failed: set[tuple] = field(default_factory=set)
     """Fingerprints of proposals that failed (KAI's de-duplication)."""
     _free_by_node: np.ndarray | None = None
@@ -133,16 +143,17 @@ def solve(
     action: str,
     *,
     all_must_move: bool = False,
+    validate: Validator | None = None,
 ) -> Solution | None:
-    """Pods of ``job`` placed with the victims the first generator finds, or None; the statement is left
-    applied."""
+    """Pods of ``job`` placed with the victims the first generator finds that ``validate`` (if given)
+    accepts, or None; the statement is left applied."""
     if job.subgroups and not _every_leaf_reaches_minimum(s, job, pods):
         return None
     stmt = Statement(s)
     if not pods:
         return Solution(stmt)
     why = Eviction(action, job.name, "")
-    search = _Search(s, job, pods, _Units(units), stmt, why, all_must_move, s.free_gpus())
+    search = _Search(s, job, pods, _Units(units), stmt, why, all_must_move, s.free_gpus(), validate)
     for propose in GENERATORS:
         sol = _probe_sizes(search, propose)
         if sol is not None:
@@ -185,20 +196,26 @@ def _probe_sizes(search: _Search, propose: Proposer) -> Solution | None:
 def _probe(
     search: _Search, propose: Proposer, want: list[int], recorded: list[Unit]
 ) -> tuple[list[Unit], set[str]] | None:
-    """The first proposal under which ``want`` all fit: its victims (recorded first) and the victim jobs
-    moved. Proposals that failed before for the same pods and recorded victims are skipped."""
+    """The first proposal under which ``want`` all fit and which the action's validator accepts: its
+    victims (recorded first) and the victim jobs moved. Proposals that failed before for the same pods and
+    recorded victims are skipped."""
     base = frozenset(_key(u) for u in recorded)
     for victims in propose(search, want, recorded):
         fingerprint = (len(want), base, frozenset(_key(u) for u in victims))
         if fingerprint in search.failed:
             continue
-        moved = _simulate(
-            search.s, search.stmt, search.job, want, recorded + victims, search.why, search.all_must_move
-        )
-        if moved is not None:
-            return recorded + victims, moved
+        evicted = recorded + victims
+        moved = _simulate(search.s, search.stmt, search.job, want, evicted, search.why, search.all_must_move)
+        if moved is not None and _accepted(search, want, evicted, moved):
+            return evicted, moved
         search.failed.add(fingerprint)
     return None
+
+
+def _accepted(search: _Search, want: list[int], evicted: list[Unit], moved: set[str]) -> bool:
+    if search.validate is None:
+        return True
+    return search.validate(want, Solution(search.stmt, evicted, moved).killed())
 
 
 def _key(u: Unit) -> tuple[str, tuple[int, ...]]:
