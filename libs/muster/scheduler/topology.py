@@ -26,7 +26,7 @@ domain of each of its constraints.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -376,3 +376,76 @@ def running_domains(
         if all(v is not None for v in values):
             out.add(".".join(values))  # type: ignore[arg-type]
     return out
+
+
+def domains_required(job: Job, pods: list[int]) -> bool:
+    """Whether ``domains_could_hold`` has anything to check for ``pods``: the job, or a sub-group set,
+    has a required level."""
+    return any(True for _ in _required_sets(job, pods))
+
+
+def domains_could_hold(s: Session, job: Job, pods: list[int], free: np.ndarray) -> bool:
+    """KAI's per-domain GPU test of a victim prefix (§20, ``TopologyAwareIdleGpus``): with ``free`` GPUs per
+    node slot, whether the GPUs that ``pods`` ask under each required constraint (the job's, and its
+    sub-group sets') can be matched to domains of that level, largest need first, each to the first
+    domain (most free first) with room left. A leaf's own constraint is not counted, as in KAI; a set
+    inside another with the same required level is counted in that one (KAI would count its GPUs twice),
+    and only the pods still to place count (KAI also counts the job's running pods, whose GPUs no domain
+    shows free): so the test only ever skips what a simulation would refuse."""
+    needs: dict[tuple[tuple[str, ...], int], list[float]] = {}
+    for key, members in _required_sets(job, pods):
+        gpus = s.request_of(job, members)[0]
+        if gpus > EPS:
+            needs.setdefault(key, []).append(gpus)
+    for (labels, level), wanted in needs.items():
+        index = _levels(s, labels).index[level]
+        inside = index >= 0
+        room = np.bincount(index[inside], weights=free[inside])
+        if not _greedy_match(sorted(wanted, reverse=True), sorted(room.tolist(), reverse=True)):
+            return False
+    return True
+
+
+def _required_sets(job: Job, pods: list[int]) -> Iterator[tuple[tuple[tuple[str, ...], int], list[int]]]:
+    """Each required constraint on the job or a sub-group set, as (level labels, required level index),
+    with those of ``pods`` it binds; one inside another of the same level is left out."""
+    outer: frozenset = frozenset()
+    if job.topology is not None and job.topology.required:
+        outer = frozenset({_required_key(job.topology)})
+        yield _required_key(job.topology), pods
+    if not job.subgroups:
+        return
+    tree = job.tree
+    stack = [(child, outer) for child in tree.children[TREE_ROOT]]
+    while stack:
+        node, above = stack.pop()
+        if not tree.children[node]:
+            continue
+        topo = tree.constraint[node]
+        if topo is not None and topo.required and _required_key(topo) not in above:
+            key = _required_key(topo)
+            above = above | {key}
+            members = [i for i in pods if tree.leaf_of.get(job.pods[i].subgroup) in tree.leaves[node]]
+            if members:
+                yield key, members
+        stack.extend((child, above) for child in tree.children[node])
+
+
+def _required_key(topo: Topology) -> tuple[tuple[str, ...], int]:
+    labels = constrained_labels(topo)
+    return labels, labels.index(topo.required)  # type: ignore[arg-type]
+
+
+def _greedy_match(needs: list[float], rooms: list[float]) -> bool:
+    """Whether each need (largest first) finds a domain (rooms, largest first) still holding it."""
+    used = [0.0] * len(rooms)
+    for need in needs:
+        for d, room in enumerate(rooms):
+            if room + EPS < need:
+                return False
+            if room - used[d] + EPS >= need:
+                used[d] += need
+                break
+        else:
+            return False
+    return True

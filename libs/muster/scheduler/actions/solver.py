@@ -18,7 +18,9 @@ units by victim job and proposes the batches on the first k, k+1, k+3,
 k+7, ... nodes ranked by the GPUs they would have free (``_node_sets``).
 Every probe first proposes the recorded victims alone. A proposal that
 already failed for the job (same pods, recorded victims and victims) is not
-simulated again; a proposal or prefix that cannot free enough GPUs is
+simulated again; a prefix the cheap filters turn down (``prefix_filters``:
+pending pods' node affinity, GPUs per required topology domain, GPUs in
+all) proposes nothing, and a proposal that cannot free enough GPUs is
 skipped. KAI bounds the search by wall-clock budgets (per action, job and
 generator); a simulation has no wall clock, so here every budget is
 unlimited (§12) and decisions replay identically.
@@ -62,6 +64,7 @@ from ..state import Job
 from ..statement import Eviction, Statement
 from ..subgroup_tree import leaf_below_minimum
 from .common import job_order_key
+from .prefix_filters import PrefixFilters
 from .victims import Unit
 
 
@@ -129,6 +132,10 @@ class _Search:
             free[~self.s.in_scope] = 0.0
             self._free_by_node = free
         return self._free_by_node
+
+    def filters(self, want: list[int], recorded: list[Unit]) -> PrefixFilters:
+        """The cheap prefix filters of one probe, its prefix starting from the recorded victims."""
+        return PrefixFilters(self.s, self.job, want, self.free, self.free_by_node, recorded)
 
 
 Proposer = Callable[[_Search, list[int], list[Unit]], Iterable[list[Unit]]]
@@ -233,26 +240,31 @@ def _fresh_units(search: _Search, recorded: list[Unit]) -> Iterator[Unit]:
 def _node_local_greedy(search: _Search, want: list[int], recorded: list[Unit]) -> Iterator[list[Unit]]:
     """KAI's NodeLocalGreedy: the recorded victims alone, then for each unit added in victim order the
     accumulated units that hold a pod on a node of the newest one (whole units, wherever their pods
-    run)."""
-    yield []
+    run); a prefix the cheap filters turn down proposes nothing."""
+    filters = search.filters(want, recorded)
+    if filters.passes():
+        yield []
     waiting: list[Unit] = []
     for unit in _fresh_units(search, recorded):
         waiting.append(unit)
+        filters.grow([unit])
+        if not filters.passes():
+            continue
         nodes = {unit.job.node[i] for i in unit.pods}
         yield [u for u in waiting if any(u.job.node[i] in nodes for i in u.pods)]
 
 
 def _multi_node_gang(search: _Search, want: list[int], recorded: list[Unit]) -> Iterator[list[Unit]]:
     """KAI's MultiNodeGang: the recorded victims alone, then for each accumulated prefix of units that
-    could free enough GPUs, the node sets of ``_node_sets``."""
-    yield []
-    need = search.s.request_of(search.job, want)[0]
-    freed = sum(u.res[0] for u in recorded)
+    passes the cheap filters, the node sets of ``_node_sets``."""
+    filters = search.filters(want, recorded)
+    if filters.passes():
+        yield []
     prefix: list[Unit] = []
     for unit in _fresh_units(search, recorded):
         prefix.append(unit)
-        freed += unit.res[0]
-        if need <= search.free + freed + EPS:
+        filters.grow([unit])
+        if filters.passes():
             yield from _node_sets(search, want, recorded, prefix)
 
 
