@@ -33,32 +33,50 @@ class Statement:
         self.ops: list[tuple] = []
 
     def place(
-        self, job: Job, pods: list[int], restrict: np.ndarray | None = None, releasing_first: bool = False
+        self,
+        job: Job,
+        pods: list[int],
+        restrict: np.ndarray | None = None,
+        releasing_first: bool = False,
+        ranks: np.ndarray | None = None,
     ) -> pl.Placement:
         """Place ``pods`` of ``job`` greedily; a partial result stays applied until rollback or discard.
         ``releasing_first``: whole-GPU pods take releasing devices before idle ones (see ``pl.place``).
         A job under pod (anti-)affinity is placed one pod at a time, each on the nodes those rules leave
-        it after the pods placed before it (``PodAffinityView``)."""
+        it after the pods placed before it (``PodAffinityView``). ``ranks``: per node slot, the topology
+        preferred-level score of these pods (``topology.preferred_scores``); they too then go one at a
+        time, each on the best-ranked nodes it fits."""
         view = self.session.pod_affinity()
         if view is not None and pods and view.constrained(job):
-            return self._place_each(view, job, pods, restrict, releasing_first)
+            return self._place_each(job, pods, restrict, releasing_first, view, ranks)
+        if (
+            ranks is not None
+            and pods
+            and np.unique(ranks if restrict is None else ranks[restrict]).shape[0] > 1
+        ):
+            return self._place_each(job, pods, restrict, releasing_first, None, ranks)
         return self._place(job, pods, restrict, releasing_first)
 
     def _place_each(
         self,
-        view: PodAffinityView,
         job: Job,
         pods: list[int],
         restrict: np.ndarray | None,
         releasing_first: bool,
+        view: PodAffinityView | None,
+        ranks: np.ndarray | None,
     ) -> pl.Placement:
         results = []
         for i in pods:
-            pending = [(j, pod, slot) for j, pod, slot, *_ in self.placements()]
-            mask, scores = view.mask(job, i, pending)
-            if restrict is not None:
-                mask &= restrict[: mask.shape[0]]
-            got = self._place_ranked(job, i, mask, scores, releasing_first)
+            if view is None:
+                mask = np.ones(ranks.shape[0], dtype=np.bool_) if restrict is None else restrict.copy()
+                scores = None
+            else:
+                pending = [(j, pod, slot) for j, pod, slot, *_ in self.placements()]
+                mask, scores = view.mask(job, i, pending)
+                if restrict is not None:
+                    mask &= restrict[: mask.shape[0]]
+            got = self._place_ranked(job, i, mask, _combined(scores, ranks), releasing_first)
             results.append(got)
             if got.count == 0:
                 break
@@ -74,8 +92,8 @@ class Statement:
     def _place_ranked(
         self, job: Job, pod: int, mask: np.ndarray, scores: np.ndarray | None, releasing_first: bool
     ) -> pl.Placement:
-        """One pod on the nodes of ``mask``: those of the best preferred-affinity score first (KAI adds
-        that score, unnormalised, above every other), then the next best, and so on."""
+        """One pod on the nodes of ``mask``: those of the best score first (KAI adds the preferred
+        affinity and topology scores above every other it gives), then the next best, and so on."""
         if scores is None:
             return self._place(job, [pod], mask, releasing_first)
         got = None
@@ -207,3 +225,16 @@ class Statement:
             n += 1
         self.ops = []
         return n
+
+
+PREFERRED_AFFINITY_SCORE = 1_000_000
+"""KAI's node score per unit of a pod's raw preferred pod (anti-)affinity score (§5.3, v0.17's ×10)."""
+
+
+def _combined(affinity: np.ndarray | None, ranks: np.ndarray | None) -> np.ndarray | None:
+    """Preferred pod affinity and topology preferred-level scores added as KAI adds them (§5.3)."""
+    if affinity is None:
+        return ranks
+    if ranks is None:
+        return affinity
+    return affinity * PREFERRED_AFFINITY_SCORE + ranks  # both per node slot of the session

@@ -18,6 +18,14 @@ root's children are placed in sub-group order, a sub-group with its own constrai
 *inside* its parent's node set and recursing, one without passing the set through; a leaf places its
 pods. When a member fails, everything since that candidate began is rolled back and the next is tried.
 
+A constraint with a preferred level also scores nodes (``preferred_scores``): its preferred-level
+domains, ranked as candidates are, give their nodes floor(10·i/n) × 100 000, the roomiest the most, so
+when the pods land in a domain wider than that level they fill its roomiest preferred-level domain first.
+The scores are computed for each constrained node of the tree as its candidates are, and handed down:
+a pod is placed by those of its leaf or, failing them, of its nearest ancestor with a preferred level
+(``Statement.place`` then places it pod by pod, best score first). A constraint without a preferred
+level computes none, and the plain placement path is untouched.
+
 Allocate places by ``place_in_topology``; the victim solver (reclaim, preempt, consolidate) places the
 pending job and every moved victim through it too, so a scenario counts only if each lands inside one
 domain of each of its constraints.
@@ -25,6 +33,7 @@ domain of each of its constraints.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -89,17 +98,18 @@ def place_in_topology(
     s: Session,
     job: Job,
     pods: list[int],
-    attempt: Callable[[list[int], np.ndarray | None], int],
+    attempt: Callable[[list[int], np.ndarray | None, np.ndarray | None], int],
     checkpoint: Callable[[], object],
     rollback: Callable[[object], None],
     *,
     explain: bool = True,
 ) -> str | None:
     """Place ``pods`` inside one domain of each constraint that binds them (the job's, and with §14.5 its
-    sub-groups'). ``attempt(some, mask)`` places the pods ``some`` on the nodes of ``mask`` (None: any
-    node) and returns how many it placed, leaving nothing applied unless all were; ``checkpoint`` and
-    ``rollback`` undo what the attempts since a checkpoint applied. None once every pod is placed, else
-    why not (only "" unless ``explain``); nothing is left applied then."""
+    sub-groups'). ``attempt(some, mask, ranks)`` places the pods ``some`` on the nodes of ``mask`` (None:
+    any node), each on the best of ``ranks`` it fits (the preferred-level node scores that bind them, see
+    ``preferred_scores``; None: no order), and returns how many it placed, leaving nothing applied unless
+    all were; ``checkpoint`` and ``rollback`` undo what the attempts since a checkpoint applied. None once
+    every pod is placed, else why not (only "" unless ``explain``); nothing is left applied then."""
     walk = _Walk(s, job, attempt, checkpoint, rollback)
     start = checkpoint()
     if walk.place(TREE_ROOT, pods, None):
@@ -122,15 +132,18 @@ class _Walk:
 
     s: Session
     job: Job
-    attempt: Callable[[list[int], np.ndarray | None], int]
+    attempt: Callable[[list[int], np.ndarray | None, np.ndarray | None], int]
     checkpoint: Callable[[], object]
     rollback: Callable[[object], None]
     failures: list[str] = field(default_factory=list)
     """Why each constrained node that found no domain found none, innermost first."""
 
-    def place(self, node: int, pods: list[int], within: np.ndarray | None) -> bool:
+    def place(
+        self, node: int, pods: list[int], within: np.ndarray | None, ranks: np.ndarray | None = None
+    ) -> bool:
         """Place ``pods`` (all of the tree node's subtree) inside ``within``: in each candidate domain of
-        the node's own constraint in turn, its members in sub-group order."""
+        the node's own constraint in turn, its members in sub-group order. ``ranks``: the preferred-level
+        node scores of the nearest ancestor with a preferred level, which the node's own replace."""
         s, job = self.s, self.job
         tree = job.tree if job.subgroups else None
         topo = job.topology if tree is None or node == TREE_ROOT else tree.constraint[node]
@@ -138,19 +151,21 @@ class _Walk:
             masks: list[tuple[int, np.ndarray | None]] = [(ROOT, within)]
         else:
             members = None if tree is None or node == TREE_ROOT else _subtree_pods(job, tree.leaves[node])
+            if topo.preferred:
+                ranks = preferred_scores(s, job, pods, topo, within)
             masks = candidate_masks(s, job, pods, topo, within, members)
         whole = tree is None or not tree.constrained[node]
         anywhere: int | None = None
         for level, mask in masks:
             if whole:
-                count = self.attempt(pods, mask)
+                count = self.attempt(pods, mask, ranks)
                 if count == len(pods):
                     return True
                 if level == ROOT:
                     anywhere = count
                 continue
             cp = self.checkpoint()
-            if self._members(node, pods, mask):
+            if self._members(node, pods, mask, ranks):
                 return True
             self.rollback(cp)
         if anywhere is not None:
@@ -160,7 +175,7 @@ class _Walk:
             self.failures.append(_no_domain(topo, len(pods), whose))
         return False
 
-    def _members(self, node: int, pods: list[int], mask: np.ndarray | None) -> bool:
+    def _members(self, node: int, pods: list[int], mask: np.ndarray | None, ranks: np.ndarray | None) -> bool:
         """The node's children with pods to place, in sub-group order (§14.4), each inside ``mask``; at
         the root then the pods that name no leaf."""
         job = self.job
@@ -172,9 +187,9 @@ class _Walk:
             if not mine:
                 continue
             rest = [i for i in rest if i not in mine]
-            if not self.place(child, mine, mask):
+            if not self.place(child, mine, mask, ranks):
                 return False
-        return not rest or self.attempt(rest, mask) == len(rest)
+        return not rest or self.attempt(rest, mask, ranks) == len(rest)
 
 
 def _subtree_pods(job: Job, leaves: frozenset[int]) -> set[int]:
@@ -262,10 +277,7 @@ def candidate_masks(
             inside &= keep[tree.index[required]]
     free = _free(s)  # per node: whole GPUs, CPU, memory (idle or releasing)
     # free room of every domain at every level, over the nodes inside: one row per resource
-    room = [
-        np.stack([np.bincount(tree.index[k][inside], weights=f[inside], minlength=len(ids)) for f in free])
-        for k, ids in enumerate(tree.ids)
-    ]
+    room = _room(tree, free, inside)
     copies = _copies(job, pods, free)
     # pods of the job each domain could hold (by KAI's per-node division when the pods are alike), else
     # how many nodes it has: the sums alone decide
@@ -276,14 +288,7 @@ def candidate_masks(
         for k, ids in enumerate(tree.ids)
     ]
     least = 1 if copies is None else len(pods)
-    want = np.array(
-        [
-            sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY),
-            sum(job.pods[i].cpu for i in pods),
-            sum(job.pods[i].memory for i in pods),
-        ],
-        dtype=np.float64,
-    )
+    want = _request(job, pods)
 
     def fits(free_room: np.ndarray) -> bool:
         return free_room[0] + EPS >= want[0] and free_room[1] >= want[1]
@@ -304,6 +309,69 @@ def candidate_masks(
         ):
             out.append((ROOT, inside))
     return out
+
+
+PREFERRED_LEVEL_SCORE = 100_000
+"""KAI's node score per step of a preferred-level domain's rank (§5.3, v0.17's ×10)."""
+
+
+def preferred_scores(
+    s: Session, job: Job, pods: list[int], topo: Topology, within: np.ndarray | None = None
+) -> np.ndarray | None:
+    """KAI's preferred-level node scores for ``pods`` under ``topo`` (§5.5), per node slot: the n
+    preferred-level domains below the lowest domain that holds every node of ``within`` (never below the
+    preferred level) are sorted as candidates are (parent first, the one the pods fill most first), and
+    the i-th (1-based) gives its nodes floor(10·i/n) × ``PREFERRED_LEVEL_SCORE``, so the domain with
+    the most room relative to the pods is filled first. None when they would not order any two nodes
+    (one such domain, or no preferred level)."""
+    if not topo.preferred:
+        return None
+    labels = constrained_labels(topo)
+    level = labels.index(topo.preferred)
+    tree = _levels(s, labels)
+    labelled = tree.index[-1] >= 0
+    valid = labelled if within is None else labelled & within[: labelled.shape[0]]
+    if not valid.any():
+        return None
+    under = np.ones(len(tree.ids[level]), dtype=np.bool_)
+    up = np.arange(len(tree.ids[level]))  # each preferred domain's ancestor at the level looked at
+    for k in range(level, -1, -1):
+        if k < level:
+            up = tree.parent[k + 1][up]
+        held = np.unique(tree.index[k][valid])
+        if held.shape[0] == 1:
+            under = up == held[0]  # the lowest common domain, the deepest level all valid nodes share
+            break
+    n = int(under.sum())
+    if n <= 1:
+        return None
+    room = _room(tree, _free(s), labelled)  # KAI sorts by each domain's whole room, not only within's
+    want = _request(job, pods)
+    keys = sorted(_tree_key(tree, room, want, level, d) for d in np.flatnonzero(under).tolist())
+    by_domain = np.zeros(len(tree.ids[level]) + 1)  # the last: nodes outside every domain
+    for i, key in enumerate(keys):
+        by_domain[key[-1][2]] = math.floor((i + 1) / n * 10) * PREFERRED_LEVEL_SCORE
+    return by_domain[tree.index[level]]
+
+
+def _room(tree: _Levels, free: tuple[np.ndarray, ...], nodes: np.ndarray) -> list[np.ndarray]:
+    """Per level, the free room of each domain over the node slots of ``nodes``: one row per resource."""
+    return [
+        np.stack([np.bincount(tree.index[k][nodes], weights=f[nodes], minlength=len(ids)) for f in free])
+        for k, ids in enumerate(tree.ids)
+    ]
+
+
+def _request(job: Job, pods: list[int]) -> np.ndarray:
+    """The pods' summed request: GPUs (of GPU pods), CPU, memory."""
+    return np.array(
+        [
+            sum(job.pods[i].gpu for i in pods if job.pods[i].kind != pl.CPU_ONLY),
+            sum(job.pods[i].cpu for i in pods),
+            sum(job.pods[i].memory for i in pods),
+        ],
+        dtype=np.float64,
+    )
 
 
 def _copies(job: Job, pods: list[int], free: tuple[np.ndarray, ...]) -> np.ndarray | None:

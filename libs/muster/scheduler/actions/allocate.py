@@ -72,9 +72,9 @@ def place_job(s: Session, stmt: Statement, job: Job, pods: list[int]) -> str | N
         stmt.discard()
         return s.no_fit(job, pods, result.count)
 
-    def attempt(some: list[int], mask: np.ndarray | None) -> int:
+    def attempt(some: list[int], mask: np.ndarray | None, ranks: np.ndarray | None) -> int:
         cp = stmt.checkpoint()
-        count = stmt.place(job, some, restrict=mask).count
+        count = stmt.place(job, some, restrict=mask, ranks=ranks).count
         if count != len(some):
             stmt.rollback(cp)
         return count

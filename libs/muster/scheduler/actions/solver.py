@@ -397,8 +397,10 @@ def _place_in_topology(
     if not topology.constrained(job):
         return _place_within_limits(s, stmt, job, pods, charged, releasing_first)
 
-    def attempt(some: list[int], mask: np.ndarray | None) -> int:
-        placed = _place_within_limits(s, stmt, job, some, charged, releasing_first, restrict=mask)
+    def attempt(some: list[int], mask: np.ndarray | None, ranks: np.ndarray | None) -> int:
+        placed = _place_within_limits(
+            s, stmt, job, some, charged, releasing_first, restrict=mask, ranks=ranks
+        )
         return len(some) if placed else 0
 
     def checkpoint() -> tuple[int, int]:
@@ -421,13 +423,16 @@ def _place_within_limits(
     charged: list,
     releasing_first: bool = False,
     restrict: np.ndarray | None = None,
+    ranks: np.ndarray | None = None,
 ) -> bool:
-    """Place all of ``pods`` or none (on the nodes of ``restrict`` if given), keeping every queue on the
-    job's path within its limit as the simulation has charged it so far; on success the placement is
-    charged too. ``releasing_first``: whole GPUs from releasing devices before idle ones (a moved victim,
-    see the module's docstring)."""
+    """Place all of ``pods`` or none (on the nodes of ``restrict`` if given, by the preferred-level node
+    scores ``ranks`` if given), keeping every queue on the job's path within its limit as the simulation
+    has charged it so far; on success the placement is charged too. ``releasing_first``: whole GPUs from
+    releasing devices before idle ones (a moved victim, see the module's docstring)."""
     cp = stmt.checkpoint()
-    if stmt.place(job, pods, restrict=restrict, releasing_first=releasing_first).count != len(pods):
+    if stmt.place(job, pods, restrict=restrict, releasing_first=releasing_first, ranks=ranks).count != len(
+        pods
+    ):
         stmt.rollback(cp)
         return False
     gpu = cpu = mem = 0.0
