@@ -6,11 +6,13 @@ the PodCliqueSet names. Written from KAI's grove_grouper_test.go (v0.17), each t
 from __future__ import annotations
 
 import pytest
+import yaml
 from muster.events import SubGroup, Topology
 from muster.grouping.errors import ManifestError
+from muster.grouping.group import group_manifests
 from muster.topologies import Level, TopologyDef
 
-from .support import group_yaml
+from .support import group_yaml, manifest_docs
 
 ZONE, RACK, HOST = "example.com/zone", "example.com/rack", "kubernetes.io/hostname"
 LEVELS = (ZONE, RACK, HOST)
@@ -226,3 +228,15 @@ def test_a_scaled_gang_of_an_unconstrained_scaling_group_is_packed_as_the_podcli
         )
     )
     assert [g.topology for g in groups] == [on(required=ZONE), on(required=ZONE)]
+
+
+def test_grove_upstream_example_with_a_clique_packed_onto_one_node():
+    # Grove's single-node-aggregated sample, its model-worker clique given a pack constraint as Grove's
+    # topology guide writes one.
+    [pcs_doc] = manifest_docs("podcliqueset/grove__single-node-aggregated.yaml")
+    pcs_doc["metadata"]["annotations"] = {"grove.io/topology-name": "test-topology"}
+    pcs_doc["spec"]["template"]["cliques"][0]["topologyConstraint"] = {"pack": {"required": "node"}}
+    [group] = group_manifests([*yaml.safe_load_all(TEST_TOPOLOGY), pcs_doc])
+    assert group.subgroups == [
+        SubGroup(name="single-node-aggregated-0-model-worker", min_available=2, topology=on(required=HOST))
+    ]
