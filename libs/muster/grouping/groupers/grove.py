@@ -156,6 +156,7 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
         return "auto" if filled is None else resolved(filled)
 
     leaf_topology = {c: resolved(clique.pack) for c, clique in cliques.items()}
+    parent_topology = {sg.name: resolved(sg.pack) for sg in scaling}
     template_pack = read_pack(template, tpath)
     base_root = root(template_pack)
 
@@ -212,7 +213,7 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
                         SubGroup(
                             name=parent,
                             min_subgroup=len(sg.members),
-                            topology=resolved(sg.pack),
+                            topology=parent_topology[sg.name],
                         )
                     )
                 parts += [(f"{sg.name}-{j}-{c}", c, parent) for c in sg.members]
