@@ -27,15 +27,28 @@ def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
+def _topology_json(topo: Any) -> dict[str, Any]:
+    """A constraint as ``{"topology": {name, required, preferred}}`` (label keys; name None for plain node
+    labels), or nothing when there is none: an addition to cli.md's shape, so output without constraints
+    reads as before."""
+    if topo is None:
+        return {}
+    return {"topology": {"name": topo.name, "required": topo.required, "preferred": topo.preferred}}
+
+
 def _subgroups_json(event: PodGroupCreated) -> list[dict[str, Any]]:
     """Flat sub-groups as name and min_available; those of a tree with their parent and either
-    min_available (a leaf) or min_subgroup (a parent), as cli.md says."""
+    min_available (a leaf) or min_subgroup (a parent), as cli.md says; each with its own constraint."""
     parents = {s.parent for s in event.subgroups if s.parent is not None}
     if not parents and event.min_subgroup is None and all(s.min_subgroup is None for s in event.subgroups):
-        return [{"name": s.name, "min_available": s.min_available} for s in event.subgroups]
+        return [
+            {"name": s.name, "min_available": s.min_available} | _topology_json(s.topology)
+            for s in event.subgroups
+        ]
     return [
         {"name": s.name, "parent": s.parent}
         | ({"min_subgroup": s.min_subgroup} if s.name in parents else {"min_available": s.min_available})
+        | _topology_json(s.topology)
         for s in event.subgroups
     ]
 
@@ -74,6 +87,7 @@ def group_json(event: PodGroupCreated) -> dict[str, Any]:
     }
     if event.min_subgroup is not None:
         out["min_subgroup"] = event.min_subgroup
+    out.update(_topology_json(event.topology))
     return out
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from muster.events import Topology
 from muster.grouping.errors import ManifestError
 from muster.grouping.registry import REGISTRY
 
-from .support import group_yaml, only, total_pods
+from .support import NETWORK_TOPOLOGY, group_yaml, only, total_pods
 
 GRAPH = """
 apiVersion: nvidia.com/{version}
@@ -67,3 +68,20 @@ def test_an_error_in_the_owned_podcliqueset_names_that_document():
         group_yaml(GRAPH.format(version="v1beta1") + "---" + bad)
     assert caught.value.document == 1
     assert caught.value.path == "spec.template.cliques[0].spec.replicas"
+
+
+def test_the_graphs_topology_annotation_resolves_the_podcliquesets_pack_constraints():
+    # The graph's annotations are merged under the PodCliqueSet's, so its grove.io/topology-name names the
+    # KAI Topology the cliques' pack constraints are resolved against (podgrouper-rules.md §4.14).
+    graph = GRAPH.format(version="v1beta1").replace(
+        "name: llm\n", "name: llm\n  annotations: {grove.io/topology-name: network}\n", 1
+    )
+    packed = CLIQUE_SET.format(version="v1beta1").replace(
+        "- name: worker\n", "- name: worker\n        topologyConstraint: {pack: {required: rack}}\n"
+    )
+    group = only(group_yaml(NETWORK_TOPOLOGY + "---" + graph + "---" + packed))
+    assert group.subgroups[0].topology == Topology(
+        required="accelerator.nvidia.com/rack",
+        name="network",
+        levels=("accelerator.nvidia.com/rack", "kubernetes.io/hostname"),
+    )

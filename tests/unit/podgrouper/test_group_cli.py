@@ -98,6 +98,43 @@ def test_json_tree_entries_have_a_parent_and_a_leaf_or_set_minimum(tmp_path, cap
     assert "min_subgroup" not in group  # KAI sets none on the LWS PodGroup itself
 
 
+GROVE_PACKED = """
+apiVersion: kai.scheduler/v1alpha1
+kind: Topology
+metadata: {name: grove-topology}
+spec:
+  levels: [{nodeLabel: example.com/block, alias: block}, {nodeLabel: example.com/rack, alias: rack}]
+---
+apiVersion: grove.io/v1alpha1
+kind: PodCliqueSet
+metadata: {name: tas, annotations: {grove.io/topology-name: grove-topology}}
+spec:
+  template:
+    topologyConstraint: {pack: {required: block}}
+    podCliqueScalingGroups:
+      - {name: sg, cliqueNames: [prefill, decode], replicas: 1, minAvailable: 1, topologyConstraint: {pack: {required: rack}}}
+    cliques:
+      - {name: prefill, spec: {replicas: 1, podSpec: {containers: [{name: c}]}}}
+      - {name: decode, spec: {replicas: 1, podSpec: {containers: [{name: c}]}}}
+"""
+"""A Grove PodCliqueSet packed into a block, its scaling group's cliques into a rack (Grove's
+tas-hierarchy example, one level shorter)."""
+
+
+def test_json_shows_a_grove_tree_with_each_constraint(tmp_path, capsys):
+    path = tmp_path / "pcs.yaml"
+    path.write_text(GROVE_PACKED)
+    assert run(["group", str(path), "--json"]) == 0
+    [group] = json.loads(capsys.readouterr().out)["groups"]
+    rack = {"topology": {"name": "grove-topology", "required": "example.com/rack", "preferred": None}}
+    assert group["subgroups"] == [
+        {"name": "tas-0-sg-0", "parent": None, "min_subgroup": 2} | rack,
+        {"name": "tas-0-sg-0-prefill", "parent": "tas-0-sg-0", "min_available": 1},
+        {"name": "tas-0-sg-0-decode", "parent": "tas-0-sg-0", "min_available": 1},
+    ]
+    assert group["topology"] == {"name": "grove-topology", "required": "example.com/block", "preferred": None}
+
+
 def test_text_output_shows_where_each_sub_group_hangs(tmp_path, capsys):
     path = tmp_path / "lws.yaml"
     path.write_text(SEGMENTED_LWS)

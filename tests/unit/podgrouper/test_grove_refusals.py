@@ -1,5 +1,5 @@
-"""Grove fields that would change where a PodCliqueSet's pods run, which muster cannot honour: refused
-by name, never dropped."""
+"""Grove fields that would change where a PodCliqueSet's pods run, which muster cannot honour or Grove
+does not have there: refused by name, never dropped."""
 
 from __future__ import annotations
 
@@ -30,20 +30,15 @@ def refusal(template: str = "", clique: str = "", clique_spec: str = "", group: 
     return caught.value
 
 
-def test_the_podcliquesets_own_topology_constraint_is_refused_by_name():
-    err = refusal(template="topologyConstraint: {packDomain: rack}")
-    assert err.path == "spec.template.topologyConstraint"
-    assert "does not honour" in err.message and "ClusterTopology" in err.message
-
-
-def test_a_cliques_topology_constraint_is_refused_by_name():
+def test_a_topology_constraint_inside_a_cliques_spec_is_refused_saying_where_grove_reads_it():
     err = refusal(clique_spec="topologyConstraint: {packDomain: host},")
     assert err.path == "spec.template.cliques[0].spec.topologyConstraint"
+    assert "beside its spec" in err.message
 
 
-def test_a_scaling_groups_topology_constraint_grove_parent_is_refused_by_name():
-    err = refusal(group=", topologyConstraint: {packDomain: block}")
-    assert err.path == "spec.template.podCliqueScalingGroups[0].topologyConstraint"
+def test_a_field_grove_has_not_in_a_topology_constraint_is_refused_by_name():
+    err = refusal(group=", topologyConstraint: {spreadDomain: rack}")
+    assert err.path == "spec.template.podCliqueScalingGroups[0].topologyConstraint.spreadDomain"
 
 
 def test_shared_resource_claims_are_refused_by_name():

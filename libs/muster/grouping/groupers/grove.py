@@ -8,40 +8,65 @@ its cliques (``minReplicas`` = the clique's ``minAvailable``, defaulting to its
 ``replicas``) and whose min_available is their sum. The PodGang's priority class
 (the template's ``priorityClassName``) wins over the default; a
 ``priorityClassName`` label on the PodCliqueSet wins over both.
+
+Grove's pack constraints (``grove_packs``) become the PodGang's, as Grove writes them and KAI reads
+them: the template's on the base PodGang's root, a scaling group's on a parent sub-group
+(``topologyConstraintGroupConfigs``: one per scaling replica in the base PodGang, named
+``<pcs>-<r>-<group>-<j>``, needing all of its cliques) and on the root of each scaled PodGang (the
+template's when it has none), a clique's on its leaf.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from muster.events import SubGroup
+from muster.events import SubGroup, Topology
 from muster.grouping.errors import ManifestError
 from muster.grouping.fields import as_map, get_count, get_int, get_list, get_str, join, require_map
+from muster.grouping.groupers.grove_packs import (
+    Pack,
+    read_pack,
+    resolve,
+    root_pack,
+    stated_name,
+    topology_name,
+)
 from muster.grouping.limits import check_count
 from muster.grouping.model import Context, Draft, Meta, PodTemplate, pod_template
 from muster.pod_constraints import NOT_HONOURED
 
-_TOPOLOGY = (
-    "a Grove topologyConstraint's pack domain names a level of Grove's ClusterTopology, which muster has "
-    "no way to resolve to a node label or a KAI Topology level; use the kai.scheduler/topology annotations "
-    "on the PodCliqueSet"
-)
 _SHARING = "shared dynamic resource claims (DRA) are not counted or placed"
 
 
 def _refuse_unhonoured(obj: dict[str, Any], path: str) -> None:
     """Refuse by name what would change where Grove's pods run and muster cannot honour (never drop it):
-    topology constraints at any level (the PodGang's pack constraints and Grove's parent sub-groups)
-    and DRA resource sharing."""
-    if obj.get("topologyConstraint"):
-        raise ManifestError(join(path, "topologyConstraint"), f"{NOT_HONOURED}: {_TOPOLOGY}")
+    DRA resource sharing."""
     for key in ("resourceClaimTemplates", "resourceSharing"):
         if obj.get(key):
             raise ManifestError(join(path, key), f"{NOT_HONOURED}: {_SHARING}")
 
 
-def _cliques(template: dict[str, Any], tpath: str) -> dict[str, tuple[int, PodTemplate]]:
-    out: dict[str, tuple[int, PodTemplate]] = {}
+@dataclass(frozen=True)
+class _Clique:
+    minimum: int
+    pods: PodTemplate
+    pack: Pack | None
+
+
+@dataclass(frozen=True)
+class _ScalingGroup:
+    name: str
+    members: list[str]
+    replicas: int
+    minimum: int
+    constrained: bool
+    """Whether it states a topologyConstraint: Grove then makes a parent of each replica in the base PodGang."""
+    pack: Pack | None
+
+
+def _cliques(template: dict[str, Any], tpath: str) -> dict[str, _Clique]:
+    out: dict[str, _Clique] = {}
     for i, raw in enumerate(get_list(template, "cliques", tpath)):
         cpath = join(join(tpath, "cliques"), i)
         clique = as_map(raw, cpath)
@@ -52,6 +77,11 @@ def _cliques(template: dict[str, Any], tpath: str) -> dict[str, tuple[int, PodTe
         spath = join(cpath, "spec")
         spec = require_map(clique, "spec", cpath)
         _refuse_unhonoured(spec, spath)
+        if spec.get("topologyConstraint"):
+            raise ManifestError(
+                join(spath, "topologyConstraint"),
+                "not a field of a PodClique's spec: Grove reads a clique's topologyConstraint beside its spec",
+            )
         replicas = get_count(spec, "replicas", spath, 1)
         minimum = get_int(spec, "minAvailable", spath, replicas)
         if minimum is None or minimum <= 0:
@@ -64,13 +94,13 @@ def _cliques(template: dict[str, Any], tpath: str) -> dict[str, tuple[int, PodTe
             count=replicas,
             spec_key=None,
         )
-        out[name] = (minimum, pods)
+        out[name] = _Clique(minimum, pods, read_pack(clique, cpath))
     if not out:
         raise ManifestError(join(tpath, "cliques"), "needs at least one clique")
     return out
 
 
-def _scaling_groups(template: dict[str, Any], tpath: str, cliques) -> list[tuple[str, list[str], int, int]]:
+def _scaling_groups(template: dict[str, Any], tpath: str, cliques) -> list[_ScalingGroup]:
     out = []
     for i, raw in enumerate(get_list(template, "podCliqueScalingGroups", tpath)):
         gpath = join(join(tpath, "podCliqueScalingGroups"), i)
@@ -83,8 +113,23 @@ def _scaling_groups(template: dict[str, Any], tpath: str, cliques) -> list[tuple
                 raise ManifestError(join(join(gpath, "cliqueNames"), j), f"no clique named {member!r}")
         replicas = get_count(group, "replicas", gpath, 1)
         minimum = get_count(group, "minAvailable", gpath, 1)
-        out.append((name, members, replicas, min(minimum, replicas)))
+        constrained = bool(group.get("topologyConstraint"))
+        out.append(
+            _ScalingGroup(
+                name, members, replicas, min(minimum, replicas), constrained, read_pack(group, gpath)
+            )
+        )
     return out
+
+
+def _stated_names(template: dict[str, Any], tpath: str) -> list[tuple[str, str]]:
+    """Every ``topologyName`` the template's constraints state, the template's first."""
+    found = [stated_name(template, tpath)]
+    for key in ("podCliqueScalingGroups", "cliques"):
+        for i, raw in enumerate(get_list(template, key, tpath)):
+            if isinstance(raw, dict):
+                found.append(stated_name(raw, join(join(tpath, key), i)))
+    return [each for each in found if each is not None]
 
 
 def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context) -> list[Draft]:
@@ -95,32 +140,62 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
     _refuse_unhonoured(template, tpath)
     cliques = _cliques(template, tpath)
     scaling = _scaling_groups(template, tpath, cliques)
-    in_groups = {member for _, members, _, _ in scaling for member in members}
+    in_groups = {member for sg in scaling for member in sg.members}
     priority = meta.labels.get("priorityClassName") or get_str(template, "priorityClassName", tpath) or None
     drafts = []
 
-    def gang(name: str, parts: list[tuple[str, str]]) -> Draft:
-        subgroups = tuple(SubGroup(name=f"{name}-{label}", min_available=cliques[c][0]) for label, c in parts)
-        pods = tuple(cliques[c][1].with_pod(subgroup=f"{name}-{label}") for label, c in parts)
+    # Each pack is resolved once, against the one topology the PodCliqueSet names.
+    named = topology_name(meta.annotations, _stated_names(template, tpath))
+    known = ctx.batch.topologies()
+
+    def resolved(pack: Pack | None) -> Topology | None:
+        return None if pack is None else resolve(pack, named, known)
+
+    def root(pack: Pack | None) -> Topology | None | Literal["auto"]:
+        filled = root_pack(pack, meta.annotations)
+        return "auto" if filled is None else resolved(filled)
+
+    leaf_topology = {c: resolved(clique.pack) for c, clique in cliques.items()}
+    parent_topology = {sg.name: resolved(sg.pack) for sg in scaling}
+    template_pack = read_pack(template, tpath)
+    base_root = root(template_pack)
+
+    def gang(
+        name: str,
+        parts: list[tuple[str, str, str | None]],
+        topology: Topology | None | Literal["auto"],
+        parents: tuple[SubGroup, ...] = (),
+    ) -> Draft:
+        leaves = tuple(
+            SubGroup(
+                name=f"{name}-{label}",
+                min_available=cliques[c].minimum,
+                parent=parent,
+                topology=leaf_topology[c],
+            )
+            for label, c, parent in parts
+        )
+        pods = tuple(cliques[c].pods.with_pod(subgroup=f"{name}-{label}") for label, c, _ in parts)
         return Draft(
             name=name,
             kind=meta.kind,
             top=meta,
             owners=(meta,),
             pods=pods,
-            min_available=sum(s.min_available for s in subgroups),
-            subgroups=subgroups,
+            min_available=sum(s.min_available for s in leaves),
+            subgroups=parents + leaves,
             priority_class=priority,
+            topology=topology,
         )
 
     # Each replica repeats every clique outside a scaling group once and each scaling group's
     # cliques once per scaling replica: bound that before building any of it.
     where = join(tpath, "podCliqueScalingGroups" if scaling else "cliques")
-    pods_each = sum(cliques[c][1].pod.count for c in cliques if c not in in_groups)
+    pods_each = sum(cliques[c].pods.pod.count for c in cliques if c not in in_groups)
     parts_each = sum(1 for c in cliques if c not in in_groups)
-    for _, members, replicas, _ in scaling:
-        pods_each += check_count(replicas * sum(cliques[c][1].pod.count for c in members), where)
-        parts_each += check_count(replicas * len(members), where, "sub-groups")
+    for sg in scaling:
+        pods_each += check_count(sg.replicas * sum(cliques[c].pods.pod.count for c in sg.members), where)
+        parts_each += check_count(sg.replicas * (len(sg.members) + sg.constrained), where, "sub-groups")
     check_count(pods_each, where)
     check_count(parts_each, where, "sub-groups")
     copies = get_count(spec, "replicas", spath, 1)
@@ -128,11 +203,23 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
     check_count(copies * parts_each, join(spath, "replicas"), "sub-groups")
     for r in range(copies):
         base = f"{meta.name}-{r}"
-        parts = [(c, c) for c in cliques if c not in in_groups]
-        for group, members, _, minimum in scaling:
-            parts += [(f"{group}-{j}-{c}", c) for j in range(minimum) for c in members]
-        drafts.append(gang(base, parts))
-        for group, members, replicas, minimum in scaling:
-            for j in range(replicas - minimum):
-                drafts.append(gang(f"{base}-{group}-{j}", [(c, c) for c in members]))
+        parts: list[tuple[str, str, str | None]] = [(c, c, None) for c in cliques if c not in in_groups]
+        parents: list[SubGroup] = []
+        for sg in scaling:
+            for j in range(sg.minimum):
+                parent = f"{base}-{sg.name}-{j}" if sg.constrained else None
+                if parent is not None:
+                    parents.append(
+                        SubGroup(
+                            name=parent,
+                            min_subgroup=len(sg.members),
+                            topology=parent_topology[sg.name],
+                        )
+                    )
+                parts += [(f"{sg.name}-{j}-{c}", c, parent) for c in sg.members]
+        drafts.append(gang(base, parts, base_root, tuple(parents)))
+        for sg in scaling:
+            scaled_root = root(sg.pack) if sg.constrained else base_root
+            for j in range(sg.replicas - sg.minimum):
+                drafts.append(gang(f"{base}-{sg.name}-{j}", [(c, c, None) for c in sg.members], scaled_root))
     return drafts
