@@ -4,19 +4,23 @@ A pod carries its template's ``metadata.labels`` plus what its controller adds; 
 (anti-)affinity very often selects the latter (a PyTorchJob worker's anti-affinity on
 ``training.kubeflow.org/job-name``). A grouper asks ``synthesised`` for the labels of one PodSpec
 entry and ``muster.grouping.model.pod_template`` merges the template's own over them (the template
-wins). Only labels that are the same for every pod of the entry are synthesised; the keys whose value
+wins; Grove's labels win over a clique's, as Grove merges them). Only labels that are the same for every pod of the entry are synthesised; the keys whose value
 differs per pod, or that muster cannot know (a uid, a hash), are in ``PER_POD_KEYS``, and a manifest
 term selecting one is refused (``refuse_per_pod_selectors``): muster's per-role PodSpec cannot honour it.
 
 Values are templates over the fields a grouper passes: ``name`` (the controller's object), ``role``
 (the replica type or replicatedJob as the manifest spells it; a Ray node type; a Spark role),
 ``role_lower``, a Ray worker ``group``, a Knative ``revision``, and for a JobSet's Jobs ``index``,
-``global_index``, ``replicas``, ``global_replicas``.
+``global_index``, ``replicas``, ``global_replicas``; for a Grove PodClique its ``podclique``,
+``podgang``, PodCliqueSet ``replica``, ``scaling_group``, ``scaling_index`` and ``base`` PodGang.
+
+A TFJob without a Chief or Master labels its worker 0 alone as master: the grouper gives worker 0 a
+PodSpec entry of its own (``tfjob_worker_zero_is_master``), as a JobSet's Jobs each get one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -67,14 +71,23 @@ _RAY_NAMED_ROLES = MappingProxyType(
     }
 )
 
+_GROVE_STANDALONE = MappingProxyType({"app.kubernetes.io/component": "pcs-podclique"})
+_GROVE_SCALING = MappingProxyType(
+    {
+        "app.kubernetes.io/component": "pcsg-podclique",
+        "grove.io/podcliquescalinggroup": "{scaling_group}",
+        "grove.io/podcliquescalinggroup-replica-index": "{scaling_index}",
+    }
+)
+
 CONTROLLERS: Mapping[str, Controller] = MappingProxyType(
     {
         # Kubernetes' Job strategy (pkg/apis/batch: generateSelector) labels the template with
         # job-name and batch.kubernetes.io/job-name (both, since 1.27) = the Job's name.
         "Job": Controller(MappingProxyType({"batch.kubernetes.io/job-name": "{name}", "job-name": "{name}"})),
-        # Training-operator TFJob: IsMasterRole is Chief or Master when the job has one, else worker 0 (a
-        # per-pod label, not synthesised). XGBoostJob, PaddleJob, PyTorchJob: Master. MPIJob v1: Launcher.
-        # JAXJob: no role by type.
+        # Training-operator TFJob: IsMasterRole is Chief or Master when the job has one, else worker 0
+        # (``tfjob_worker_zero_is_master``). XGBoostJob, PaddleJob, PyTorchJob: Master. MPIJob v1:
+        # Launcher. JAXJob: no role by type.
         "TFJob": _training_operator("tfjob-controller", "Chief", "Master"),
         "PyTorchJob": _training_operator("pytorchjob-controller", "Master"),
         "XGBoostJob": _training_operator("xgboostjob-controller", "Master"),
@@ -156,6 +169,31 @@ CONTROLLERS: Mapping[str, Controller] = MappingProxyType(
         ),
         # A CronWorkflow's runs get generated names.
         "CronWorkflow": Controller(MappingProxyType({"workflows.argoproj.io/completed": "false"})),
+        # ai-dynamo/grove: a pod gets the PodCliqueSet's managed-by / part-of, its PodClique's labels
+        # (podcliqueset/components/podclique and podcliquescalinggroup/components/podclique getLabels)
+        # and its own (podclique/components/pod getLabels); one PodSpec entry is one PodClique. Grove's
+        # labels win over the clique's own (see ``grove.py``).
+        "PodCliqueSet": Controller(
+            MappingProxyType(
+                {
+                    "app.kubernetes.io/managed-by": "grove-operator",
+                    "app.kubernetes.io/part-of": "{name}",
+                    "app.kubernetes.io/name": "{podclique}",
+                    "grove.io/podclique": "{podclique}",
+                    "grove.io/podgang": "{podgang}",
+                    "grove.io/podcliqueset-replica-index": "{replica}",
+                }
+            ),
+            MappingProxyType(
+                {
+                    # a clique outside every scaling group
+                    "clique": _GROVE_STANDALONE,
+                    # a scaling group's replica in the base PodGang, and one in a scaled PodGang
+                    "scaling": _GROVE_SCALING,
+                    "scaled": MappingProxyType({**_GROVE_SCALING, "grove.io/base-podgang": "{base}"}),
+                }
+            ),
+        ),
     }
 )
 
@@ -179,6 +217,8 @@ PER_POD_KEYS = frozenset(
         "sparkoperator.k8s.io/submission-id",
         "spark-app-selector",
         "spark-exec-id",
+        "grove.io/podclique-pod-index",
+        "grove.io/pod-template-hash",
     }
 )
 """Label keys a controller gives each pod a value of its own (an index), or one muster cannot know (a
@@ -193,6 +233,18 @@ def synthesised(controller: str, **fields: Any) -> dict[str, str]:
     values = {"role_lower": role.lower(), **fields}
     extra = entry.by_role.get(role, {})
     return {key: value.format_map(values) for key, value in (*entry.common.items(), *extra.items())}
+
+
+def tfjob_worker_zero_is_master(replica_types: Iterable[str]) -> bool:
+    """Whether a TFJob with these replica types labels its worker 0 (alone) ``job-role: master``: the
+    training-operator's TFJob IsMasterRole, when the job has neither a Chief nor a Master."""
+    types = set(replica_types)
+    return "Worker" in types and not types & {"Chief", "Master"}
+
+
+def master_role_labels() -> dict[str, str]:
+    """The label the training-operator gives a pod of the master role (``job-role: master``)."""
+    return dict(_MASTER)
 
 
 def kubeflow_controller(kind: str, api_version: str) -> str:

@@ -122,16 +122,18 @@ def pod_template(
     subgroup: str = "",
     spec_key: str | None = "spec",
     controller_labels: dict[str, str] | None = None,
+    metadata: tuple[Meta, str] | None = None,
 ) -> PodTemplate:
     """Read a Kubernetes pod template (``{metadata, spec}``) at ``path``.
 
-    With ``spec_key=None`` the mapping at ``path`` is the pod spec itself. The pods carry
-    ``controller_labels`` (``muster.grouping.controller_labels``) under the template's own labels.
+    With ``spec_key=None`` the mapping at ``path`` is the pod spec itself, and ``metadata`` (labels and
+    annotations, and the path of the object holding them) what stands for its template's metadata. The
+    pods carry ``controller_labels`` (``muster.grouping.controller_labels``) under the template's own labels.
     """
     template = as_map(template, path)
     if spec_key is None:
-        spec, spath, meta = template, path, Meta("", "", "")
-        meta_path = path
+        spec, spath = template, path
+        meta, meta_path = metadata or (Meta("", "", ""), path)
     else:
         spath = join(path, spec_key)
         if template.get(spec_key) is None:

@@ -180,8 +180,8 @@ ARRIVING = [
 
 
 def pod_of(docs: list[dict[str, Any]], group: str, role: str):
-    (found,) = [p for g in group_manifests(docs) if g.name == group for p in g.pods if p.role == role]
-    return found
+    """The first PodSpec entry of ``role`` in ``group`` (a TFJob's worker 0 may have one of its own)."""
+    return next(p for g in group_manifests(docs) if g.name == group for p in g.pods if p.role == role)
 
 
 @pytest.mark.parametrize(("manifest", "group", "role", "labels"), ARRIVING, ids=lambda v: str(v)[:40])
@@ -314,3 +314,74 @@ def test_a_term_selecting_a_label_each_pod_has_its_own_value_of_is_refused_namin
         group_yaml(text)
     assert err.value.path == f"{WORKER_SPEC}.{field}"
     assert "differs from pod to pod" in err.value.message
+
+
+def _tfjob(replica_specs: str) -> str:
+    return f"""
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {{name: tf}}
+spec:
+  tfReplicaSpecs:
+    {replica_specs}
+"""
+
+
+TF_POD = "template: {spec: {containers: [{name: c}]}}"
+
+
+def test_a_tfjob_without_chief_or_master_labels_its_worker_zero_alone_as_master():
+    # training-operator tfjob_controller.go IsMasterRole: worker index 0 when there is no Chief or Master
+    pods = only(group_yaml(_tfjob(f"Worker: {{replicas: 3, {TF_POD}}}"))).pods
+    assert [(p.role, p.count, p.labels.get(KF + "job-role")) for p in pods] == [
+        ("worker", 1, "master"),
+        ("worker", 2, None),
+    ]
+
+
+def test_a_tfjob_with_a_chief_labels_the_chief_master_and_keeps_its_workers_together():
+    text = _tfjob(f"Chief: {{replicas: 1, {TF_POD}}}\n    Worker: {{replicas: 3, {TF_POD}}}")
+    pods = only(group_yaml(text)).pods
+    assert [(p.role, p.count, p.labels.get(KF + "job-role")) for p in pods] == [
+        ("chief", 1, "master"),
+        ("worker", 3, None),
+    ]
+
+
+def test_a_tfjob_worker_zeros_own_job_role_label_wins_over_the_operators():
+    text = _tfjob(
+        "Worker: {replicas: 2, template: {metadata: {labels: {training.kubeflow.org/job-role: mine}}, "
+        "spec: {containers: [{name: c}]}}}"
+    )
+    pods = only(group_yaml(text)).pods
+    assert [p.labels.get(KF + "job-role") for p in pods] == ["mine", "mine"]
+
+
+def test_tfjob_workers_affine_to_the_master_role_join_worker_zero():
+    # With no Chief or Master, worker 0 is the pod labelled job-role: master: the others follow it.
+    term = (
+        "{labelSelector: {matchLabels: {training.kubeflow.org/job-role: master}}, "
+        "topologyKey: kubernetes.io/hostname}"
+    )
+    worker = (
+        "template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}], "
+        f"affinity: {{podAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}}}}}"
+    )
+    simulation = simulated(
+        {
+            "name": "follow",
+            "nodes": [
+                {
+                    "name": f"node-{i}",
+                    "labels": {"kubernetes.io/hostname": f"node-{i}"},
+                    "resources": {"gpu": 4},
+                }
+                for i in range(3)
+            ],
+            "queues": [{"name": "default-queue"}],
+            "jobs": [],
+        },
+        group_yaml(_tfjob(f"Worker: {{replicas: 3, {worker}}}")),
+    )
+    nodes = [pod.node for pod in simulation.fleet.bound() if pod.job == "tf"]
+    assert len(nodes) == 3 and len(set(nodes)) == 1

@@ -85,3 +85,14 @@ def test_the_graphs_topology_annotation_resolves_the_podcliquesets_pack_constrai
         name="network",
         levels=("accelerator.nvidia.com/rack", "kubernetes.io/hostname"),
     )
+
+
+def test_the_owned_podcliquesets_pods_carry_the_cliques_labels_and_groves():
+    # The Dynamo operator writes its component labels on the cliques it makes; Grove copies them to pods.
+    owned = CLIQUE_SET.format(version="v1beta1").replace(
+        "      - name: worker\n",
+        "      - name: worker\n        labels: {nvidia.com/dynamo-component-type: worker}\n",
+    )
+    (pod,) = only(group_yaml(GRAPH.format(version="v1beta1") + "---" + owned)).pods
+    labels = ("nvidia.com/dynamo-component-type", "app.kubernetes.io/part-of", "grove.io/podclique")
+    assert [pod.labels.get(k) for k in labels] == ["worker", "llm", "llm-0-worker"]

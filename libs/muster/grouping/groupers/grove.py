@@ -14,6 +14,10 @@ them: the template's on the base PodGang's root, a scaling group's on a parent s
 (``topologyConstraintGroupConfigs``: one per scaling replica in the base PodGang, named
 ``<pcs>-<r>-<group>-<j>``, needing all of its cliques) and on the root of each scaled PodGang (the
 template's when it has none), a clique's on its leaf.
+
+A clique's own ``labels`` and ``annotations`` are its pods' (Grove copies them onto the PodClique and
+its pods): read as a pod template's metadata is for any kind (GPU sharing, timing, queue, priority and
+preemptibility, pod affinity). Grove's own labels (``controller_labels``) win over them, as in Grove.
 """
 
 from __future__ import annotations
@@ -22,9 +26,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from muster.events import SubGroup, Topology
+from muster.grouping.controller_labels import synthesised
 from muster.grouping.errors import ManifestError
-from muster.grouping.fields import as_map, get_count, get_int, get_list, get_str, join, require_map
+from muster.grouping.fields import (
+    as_map,
+    get_count,
+    get_int,
+    get_list,
+    get_str,
+    join,
+    require_map,
+    string_map,
+)
 from muster.grouping.groupers.grove_packs import (
+    GROVE_TOPOLOGY_NAME,
     Pack,
     read_pack,
     resolve,
@@ -33,6 +48,7 @@ from muster.grouping.groupers.grove_packs import (
     topology_name,
 )
 from muster.grouping.limits import check_count
+from muster.grouping.metadata import PREFERRED_PLACEMENT, REQUIRED_PLACEMENT, TOPOLOGY_ANNOTATION
 from muster.grouping.model import Context, Draft, Meta, PodTemplate, pod_template
 from muster.pod_constraints import NOT_HONOURED
 
@@ -47,11 +63,40 @@ def _refuse_unhonoured(obj: dict[str, Any], path: str) -> None:
             raise ManifestError(join(path, key), f"{NOT_HONOURED}: {_SHARING}")
 
 
+# Grove drops grove.io/topology-name from a clique's pods, and KAI reads a PodGang's topology from the
+# PodGang, never from its pods: on a clique these would say something nobody reads.
+_NOT_A_CLIQUES = (GROVE_TOPOLOGY_NAME, TOPOLOGY_ANNOTATION, REQUIRED_PLACEMENT, PREFERRED_PLACEMENT)
+
+
+def _clique_meta(clique: dict[str, Any], name: str, cpath: str) -> Meta:
+    """A clique's ``labels`` and ``annotations``, its pods' metadata; a topology annotation is refused by
+    name (a clique's level is its ``topologyConstraint``)."""
+    annotations = string_map(clique, "annotations", cpath)
+    for key in _NOT_A_CLIQUES:
+        if key in annotations:
+            raise ManifestError(
+                join(join(cpath, "annotations"), key),
+                "KAI reads a PodGang's topology from the PodCliqueSet, not from a clique's pods: name the "
+                "topology there and give the clique its own level in its topologyConstraint",
+            )
+    return Meta("", "", name, string_map(clique, "labels", cpath), annotations)
+
+
 @dataclass(frozen=True)
 class _Clique:
     minimum: int
     pods: PodTemplate
     pack: Pack | None
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One PodClique of a PodGang: its leaf's name below the gang's, its clique, parent and pods' labels."""
+
+    label: str
+    clique: str
+    parent: str | None
+    grove_labels: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -93,6 +138,7 @@ def _cliques(template: dict[str, Any], tpath: str) -> dict[str, _Clique]:
             role=name,
             count=replicas,
             spec_key=None,
+            metadata=(_clique_meta(clique, name, cpath), cpath),
         )
         out[name] = _Clique(minimum, pods, read_pack(clique, cpath))
     if not out:
@@ -162,20 +208,26 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
 
     def gang(
         name: str,
-        parts: list[tuple[str, str, str | None]],
+        parts: list[_Part],
         topology: Topology | None | Literal["auto"],
         parents: tuple[SubGroup, ...] = (),
     ) -> Draft:
         leaves = tuple(
             SubGroup(
-                name=f"{name}-{label}",
-                min_available=cliques[c].minimum,
-                parent=parent,
-                topology=leaf_topology[c],
+                name=f"{name}-{part.label}",
+                min_available=cliques[part.clique].minimum,
+                parent=part.parent,
+                topology=leaf_topology[part.clique],
             )
-            for label, c, parent in parts
+            for part in parts
         )
-        pods = tuple(cliques[c].pods.with_pod(subgroup=f"{name}-{label}") for label, c, _ in parts)
+        pods = tuple(
+            cliques[part.clique].pods.with_pod(
+                subgroup=f"{name}-{part.label}",
+                labels={**cliques[part.clique].pods.labels, **part.grove_labels},
+            )
+            for part in parts
+        )
         return Draft(
             name=name,
             kind=meta.kind,
@@ -201,11 +253,27 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
     copies = get_count(spec, "replicas", spath, 1)
     check_count(copies * pods_each, join(spath, "replicas"))
     check_count(copies * parts_each, join(spath, "replicas"), "sub-groups")
+
+    def labels(r: int, role: str, podclique: str, podgang: str, **more: Any) -> dict[str, str]:
+        """Grove's labels on the pods of the PodClique ``podclique`` of replica ``r``."""
+        return synthesised(
+            "PodCliqueSet",
+            name=meta.name,
+            role=role,
+            podclique=podclique,
+            podgang=podgang,
+            replica=r,
+            **more,
+        )
+
     for r in range(copies):
         base = f"{meta.name}-{r}"
-        parts: list[tuple[str, str, str | None]] = [(c, c, None) for c in cliques if c not in in_groups]
+        parts = [
+            _Part(c, c, None, labels(r, "clique", f"{base}-{c}", base)) for c in cliques if c not in in_groups
+        ]
         parents: list[SubGroup] = []
         for sg in scaling:
+            group = f"{base}-{sg.name}"
             for j in range(sg.minimum):
                 parent = f"{base}-{sg.name}-{j}" if sg.constrained else None
                 if parent is not None:
@@ -216,10 +284,38 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
                             topology=parent_topology[sg.name],
                         )
                     )
-                parts += [(f"{sg.name}-{j}-{c}", c, parent) for c in sg.members]
+                parts += [
+                    _Part(
+                        f"{sg.name}-{j}-{c}",
+                        c,
+                        parent,
+                        labels(r, "scaling", f"{group}-{j}-{c}", base, scaling_group=group, scaling_index=j),
+                    )
+                    for c in sg.members
+                ]
         drafts.append(gang(base, parts, base_root, tuple(parents)))
         for sg in scaling:
+            group = f"{base}-{sg.name}"
             scaled_root = root(sg.pack) if sg.constrained else base_root
             for j in range(sg.replicas - sg.minimum):
-                drafts.append(gang(f"{base}-{sg.name}-{j}", [(c, c, None) for c in sg.members], scaled_root))
+                # Grove numbers a scaled PodGang from 0 and its PodCliques by the scaling replica.
+                index = sg.minimum + j
+                scaled = [
+                    _Part(
+                        c,
+                        c,
+                        None,
+                        labels(
+                            r,
+                            "scaled",
+                            f"{group}-{index}-{c}",
+                            f"{group}-{j}",
+                            scaling_group=group,
+                            scaling_index=index,
+                            base=base,
+                        ),
+                    )
+                    for c in sg.members
+                ]
+                drafts.append(gang(f"{group}-{j}", scaled, scaled_root))
     return drafts

@@ -61,6 +61,9 @@ def replica_specs(obj: dict[str, Any], path: str, meta: Meta) -> list[tuple[str,
     for required in REQUIRED_REPLICAS.get(kind, ()):
         if required not in replica_map:
             raise ManifestError(join(mpath, required), f"a {kind} needs a {required} replica spec")
+    worker_zero_master = kind == "TFJob" and controller_labels.tfjob_worker_zero_is_master(
+        map(str, replica_map)
+    )
     out = []
     for rtype in sorted(replica_map, key=lambda r: (_ROLE_ORDER.get(str(r), 3), str(r))):
         epath = join(mpath, str(rtype))
@@ -77,8 +80,22 @@ def replica_specs(obj: dict[str, Any], path: str, meta: Meta) -> list[tuple[str,
             count=replicas,
             controller_labels=controller_labels.synthesised(controller, name=meta.name, role=str(rtype)),
         )
-        out.append((str(rtype), replicas, template))
+        if worker_zero_master and rtype == "Worker":
+            out += _worker_zero_apart(template)
+        else:
+            out.append((str(rtype), replicas, template))
     check_count(sum(replicas for _, replicas, _ in out), mpath)
+    return out
+
+
+def _worker_zero_apart(workers: PodTemplate) -> list[tuple[str, int, PodTemplate]]:
+    """A TFJob's workers when worker 0 is its master: worker 0 a PodSpec entry of its own carrying
+    ``job-role: master`` (its template's own labels still win), the rest another."""
+    pod = workers.pod
+    labels = {**pod.labels, **controller_labels.master_role_labels(), **workers.labels}
+    out = [("Worker", 1, workers.with_pod(count=1, labels=labels))]
+    if pod.count > 1:
+        out.append(("Worker", pod.count - 1, workers.with_pod(count=pod.count - 1)))
     return out
 
 
