@@ -608,3 +608,42 @@ spec: {template: {spec: {containers: [{name: c}]}}}
 """)
     )
     assert group.priority_class == "train"
+
+
+HEAD_RACK = "{kai.scheduler/topology: t, kai.scheduler/topology-required-placement: rack}"
+RAY_CLUSTER_SPEC = f"""
+    headGroupSpec:
+      template: {{metadata: {{annotations: {HEAD_RACK}}}, spec: {{containers: [{{name: h}}]}}}}
+    workerGroupSpecs:
+      - {{groupName: a, replicas: 1, template: {{spec: {{containers: [{{name: w}}]}}}}}}
+"""
+
+
+def _head_topology(text: str) -> Topology | None:
+    return next(s.topology for s in only(group_yaml(text)).subgroups if s.name == "headgroup")
+
+
+@pytest.mark.parametrize(
+    ("kind", "cluster_key"),
+    [("RayJob", "rayClusterSpec"), ("RayService", "rayClusterConfig")],
+)
+def test_a_ray_workloads_head_group_takes_the_topology_of_its_cluster_specs_head_template(kind, cluster_key):
+    # KAI ray_grouper.go getHeadGroupTopologyConstraints reads the RayCluster KubeRay makes (named in the
+    # workload's status) from spec.rayClusterSpec (RayJob) or spec.rayClusterConfig (RayService).
+    text = f"""
+apiVersion: ray.io/v1
+kind: {kind}
+metadata: {{name: r}}
+spec:
+  submissionMode: SidecarMode
+  {cluster_key}:{RAY_CLUSTER_SPEC}"""
+    assert _head_topology(text) == Topology(required="rack")
+
+
+def test_a_rayclusters_head_group_takes_its_head_templates_topology():
+    text = f"""
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {{name: rc}}
+spec:{RAY_CLUSTER_SPEC.replace(chr(10) + "    ", chr(10) + "  ")}"""
+    assert _head_topology(text) == Topology(required="rack")
