@@ -78,6 +78,24 @@ spec:
 """
 
 
+def hosts(name: str, queue: str, count: int = 3, gpu: int = 4) -> dict[str, Any]:
+    """A scenario ``name`` (scenario-format dict) of ``count`` nodes ``node-<i>`` of ``gpu`` GPUs, each its
+    own ``kubernetes.io/hostname``, with the one queue ``queue`` and no jobs of its own."""
+    return {
+        "name": name,
+        "nodes": [
+            {
+                "name": f"node-{i}",
+                "labels": {"kubernetes.io/hostname": f"node-{i}"},
+                "resources": {"gpu": gpu},
+            }
+            for i in range(count)
+        ],
+        "queues": [{"name": queue}],
+        "jobs": [],
+    }
+
+
 def simulated(scenario: dict[str, Any], groups: list[PodGroupCreated], cycles: int = 3) -> Any:
     """A ``Simulation`` of ``scenario`` (scenario-format dict) given ``groups`` before its first cycle, after
     ``cycles`` cycles."""

@@ -10,7 +10,7 @@ import pytest
 from muster.grouping.errors import ManifestError
 from muster.grouping.group import group_manifests
 
-from .support import group_yaml, manifest_docs, only, simulated
+from .support import group_yaml, hosts, manifest_docs, only, simulated
 
 KF = "training.kubeflow.org/"
 JS = "jobset.sigs.k8s.io/"
@@ -263,19 +263,7 @@ spec:
 
 def test_a_pytorchjob_anti_affine_to_its_own_job_name_gets_one_worker_per_node():
     simulation = simulated(
-        {
-            "name": "spread",
-            "nodes": [
-                {
-                    "name": f"node-{i}",
-                    "labels": {"kubernetes.io/hostname": f"node-{i}"},
-                    "resources": {"gpu": 8},
-                }
-                for i in range(3)
-            ],
-            "queues": [{"name": "team"}],
-            "jobs": [],
-        },
+        hosts("spread", "team", gpu=8),
         group_yaml(PYTORCH),
     )
     nodes = sorted(pod.node for pod in simulation.fleet.bound() if pod.job == "train")
@@ -368,19 +356,7 @@ def test_tfjob_workers_affine_to_the_master_role_join_worker_zero():
         f"affinity: {{podAffinity: {{requiredDuringSchedulingIgnoredDuringExecution: [{term}]}}}}}}}}"
     )
     simulation = simulated(
-        {
-            "name": "follow",
-            "nodes": [
-                {
-                    "name": f"node-{i}",
-                    "labels": {"kubernetes.io/hostname": f"node-{i}"},
-                    "resources": {"gpu": 4},
-                }
-                for i in range(3)
-            ],
-            "queues": [{"name": "default-queue"}],
-            "jobs": [],
-        },
+        hosts("follow", "default-queue"),
         group_yaml(_tfjob(f"Worker: {{replicas: 3, {worker}}}")),
     )
     nodes = [pod.node for pod in simulation.fleet.bound() if pod.job == "tf"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from muster.grouping.errors import ManifestError
 
-from .support import group_yaml, only, simulated
+from .support import group_yaml, hosts, only, simulated
 
 PCS = """
 apiVersion: grove.io/v1alpha1
@@ -162,19 +162,7 @@ spec:
                     topologyKey: kubernetes.io/hostname
 """
     simulation = simulated(
-        {
-            "name": "spread",
-            "nodes": [
-                {
-                    "name": f"node-{i}",
-                    "labels": {"kubernetes.io/hostname": f"node-{i}"},
-                    "resources": {"gpu": 4},
-                }
-                for i in range(3)
-            ],
-            "queues": [{"name": "default-queue"}],
-            "jobs": [],
-        },
+        hosts("spread", "default-queue"),
         group_yaml(text),
     )
     nodes = sorted(pod.node for pod in simulation.fleet.bound() if pod.job == "g-0")
