@@ -11,7 +11,7 @@ from .support import group_yaml
 PCS = """
 apiVersion: grove.io/v1alpha1
 kind: PodCliqueSet
-metadata: {{name: g}}
+metadata: {{name: g, annotations: {{{pcs_notes}}}}}
 spec:
   template:
     {template}
@@ -24,9 +24,17 @@ spec:
 """
 
 
-def refusal(template: str = "", clique: str = "", clique_spec: str = "", group: str = "") -> ManifestError:
+def pcs(
+    template: str = "", clique: str = "", clique_spec: str = "", group: str = "", pcs_notes: str = ""
+) -> str:
+    return PCS.format(
+        template=template, clique=clique, clique_spec=clique_spec, group=group, pcs_notes=pcs_notes
+    )
+
+
+def refusal(**parts: str) -> ManifestError:
     with pytest.raises(ManifestError) as caught:
-        group_yaml(PCS.format(template=template, clique=clique, clique_spec=clique_spec, group=group))
+        group_yaml(pcs(**parts))
     return caught.value
 
 
@@ -48,5 +56,31 @@ def test_shared_resource_claims_are_refused_by_name():
 
 
 def test_a_podcliqueset_without_those_fields_is_still_grouped():
-    groups = group_yaml(PCS.format(template="", clique="", clique_spec="", group=""))
+    groups = group_yaml(pcs())
     assert [g.name for g in groups] == ["g-0"]
+
+
+@pytest.mark.parametrize(
+    ("parts", "path"),
+    [
+        ({"pcs_notes": "grove.io/mnnvl-group: '1'"}, "metadata.annotations.grove.io/mnnvl-group"),
+        (
+            {"clique": "annotations: {grove.io/mnnvl-group: fabric}"},
+            "spec.template.cliques[0].annotations.grove.io/mnnvl-group",
+        ),
+        (
+            {"group": ", annotations: {grove.io/mnnvl-group: '2'}"},
+            "spec.template.podCliqueScalingGroups[0].annotations.grove.io/mnnvl-group",
+        ),
+        ({"pcs_notes": "grove.io/auto-mnnvl: enabled"}, "metadata.annotations.grove.io/auto-mnnvl"),
+    ],
+)
+def test_an_mnnvl_enrolment_is_refused_by_name_since_its_computedomain_claim_is_not_placed(parts, path):
+    err = refusal(**parts)
+    assert err.path == path
+    assert "ComputeDomain" in err.message
+
+
+@pytest.mark.parametrize("notes", ["grove.io/mnnvl-group: none", "grove.io/auto-mnnvl: disabled"])
+def test_opting_out_of_mnnvl_is_grouped_as_without_it(notes):
+    assert [g.name for g in group_yaml(pcs(pcs_notes=notes))] == ["g-0"]

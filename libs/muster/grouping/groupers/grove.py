@@ -63,6 +63,22 @@ def _refuse_unhonoured(obj: dict[str, Any], path: str) -> None:
             raise ManifestError(join(path, key), f"{NOT_HONOURED}: {_SHARING}")
 
 
+# Grove's automatic Multi-Node NVLink: on a PodCliqueSet, scaling group or clique, an enrolment gives the
+# GPU pods a DRA claim on a ComputeDomain Grove creates (older Grove: auto-mnnvl, newer: mnnvl-group).
+_MNNVL_OFF = {"grove.io/auto-mnnvl": "disabled", "grove.io/mnnvl-group": "none"}
+_MNNVL = (
+    "Grove's automatic Multi-Node NVLink gives the GPU pods a DRA ComputeDomain claim, which muster neither "
+    "counts nor places"
+)
+
+
+def _refuse_mnnvl(annotations: dict[str, str], path: str) -> None:
+    """Refuse by name an MNNVL enrolment among ``annotations`` (at ``path``); opting out is fine."""
+    for key, off in _MNNVL_OFF.items():
+        if key in annotations and annotations[key] != off:
+            raise ManifestError(join(path, key), f"{NOT_HONOURED}: {_MNNVL}")
+
+
 # Grove drops grove.io/topology-name from a clique's pods, and KAI reads a PodGang's topology from the
 # PodGang, never from its pods: on a clique these would say something nobody reads.
 _NOT_A_CLIQUES = (GROVE_TOPOLOGY_NAME, TOPOLOGY_ANNOTATION, REQUIRED_PLACEMENT, PREFERRED_PLACEMENT)
@@ -72,6 +88,7 @@ def _clique_meta(clique: dict[str, Any], name: str, cpath: str) -> Meta:
     """A clique's ``labels`` and ``annotations``, its pods' metadata; a topology annotation is refused by
     name (a clique's level is its ``topologyConstraint``)."""
     annotations = string_map(clique, "annotations", cpath)
+    _refuse_mnnvl(annotations, join(cpath, "annotations"))
     for key in _NOT_A_CLIQUES:
         if key in annotations:
             raise ManifestError(
@@ -152,6 +169,7 @@ def _scaling_groups(template: dict[str, Any], tpath: str, cliques) -> list[_Scal
         gpath = join(join(tpath, "podCliqueScalingGroups"), i)
         group = as_map(raw, gpath)
         _refuse_unhonoured(group, gpath)
+        _refuse_mnnvl(string_map(group, "annotations", gpath), join(gpath, "annotations"))
         name = get_str(group, "name", gpath) or f"sg-{i}"
         members = [str(c) for c in get_list(group, "cliqueNames", gpath)]
         for j, member in enumerate(members):
@@ -183,6 +201,7 @@ def group_podcliqueset(obj: dict[str, Any], path: str, meta: Meta, ctx: Context)
     spec = require_map(obj, "spec", path)
     tpath = join(spath, "template")
     template = require_map(spec, "template", spath)
+    _refuse_mnnvl(meta.annotations, join(join(path, "metadata"), "annotations"))
     _refuse_unhonoured(template, tpath)
     cliques = _cliques(template, tpath)
     scaling = _scaling_groups(template, tpath, cliques)
