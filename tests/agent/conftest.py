@@ -101,12 +101,19 @@ class Agents:
 
 
 @pytest.fixture
-def system(tmp_path: Path, servers: Endpoints, prefix: str):
+def node_timeout() -> float:
+    """Seconds without a heartbeat before the node monitor declares a node lost; a test parametrizes it
+    to give a node longer."""
+    return NODE_TIMEOUT
+
+
+@pytest.fixture
+def system(tmp_path: Path, servers: Endpoints, prefix: str, node_timeout: float):
     """Every service (and the node monitor) against this test's own stream and schema."""
     settings = Settings(
         home=tmp_path / "home", nats_url=servers.nats_url, pg_dsn=servers.pg_dsn, prefix=prefix
     )
-    env = {"MUSTER_CYCLE_INTERVAL": "0.02", "MUSTER_NODE_TIMEOUT": str(NODE_TIMEOUT)}
+    env = {"MUSTER_CYCLE_INTERVAL": "0.02", "MUSTER_NODE_TIMEOUT": str(node_timeout)}
     others = tuple(name for name in SERVICES if name != "podgrouper")
     with running_system(settings, services=others, service_env=env) as system:
         log = settings.home / "logs" / "podgrouper.log"

@@ -184,6 +184,9 @@ def publish(system, subject: str, batch: list) -> None:
     asyncio.run(send())
 
 
+# The agent's own word is under test, not the monitor's: a restart on a loaded machine can outlast the
+# suite's 3 s node timeout, which would declare the node lost first.
+@pytest.mark.parametrize("node_timeout", [60.0])
 def test_an_agent_that_restarts_reports_the_pods_that_died_with_it_and_they_run_again(
     system, agents, pod_out
 ):
