@@ -237,34 +237,42 @@ def _fresh_units(search: _Search, recorded: list[Unit]) -> Iterator[Unit]:
             yield unit
 
 
+def _passing_prefixes(
+    search: _Search, want: list[int], recorded: list[Unit]
+) -> Iterator[tuple[list[Unit], Unit | None]]:
+    """What every generator walks: the recorded victims alone (newest None), then the victim units
+    accumulated in victim order with the newest one, each prefix only if it passes the cheap filters.
+    The prefix is one list, grown in place: a generator reads it before asking for the next."""
+    filters = search.filters(want, recorded)
+    prefix: list[Unit] = []
+    if filters.passes():
+        yield prefix, None
+    for unit in _fresh_units(search, recorded):
+        prefix.append(unit)
+        filters.grow([unit])
+        if filters.passes():
+            yield prefix, unit
+
+
 def _node_local_greedy(search: _Search, want: list[int], recorded: list[Unit]) -> Iterator[list[Unit]]:
     """KAI's NodeLocalGreedy: the recorded victims alone, then for each unit added in victim order the
     accumulated units that hold a pod on a node of the newest one (whole units, wherever their pods
     run); a prefix the cheap filters turn down proposes nothing."""
-    filters = search.filters(want, recorded)
-    if filters.passes():
-        yield []
-    waiting: list[Unit] = []
-    for unit in _fresh_units(search, recorded):
-        waiting.append(unit)
-        filters.grow([unit])
-        if not filters.passes():
+    for prefix, newest in _passing_prefixes(search, want, recorded):
+        if newest is None:
+            yield []
             continue
-        nodes = {unit.job.node[i] for i in unit.pods}
-        yield [u for u in waiting if any(u.job.node[i] in nodes for i in u.pods)]
+        nodes = {newest.job.node[i] for i in newest.pods}
+        yield [u for u in prefix if any(u.job.node[i] in nodes for i in u.pods)]
 
 
 def _multi_node_gang(search: _Search, want: list[int], recorded: list[Unit]) -> Iterator[list[Unit]]:
     """KAI's MultiNodeGang: the recorded victims alone, then for each accumulated prefix of units that
     passes the cheap filters, the node sets of ``_node_sets``."""
-    filters = search.filters(want, recorded)
-    if filters.passes():
-        yield []
-    prefix: list[Unit] = []
-    for unit in _fresh_units(search, recorded):
-        prefix.append(unit)
-        filters.grow([unit])
-        if filters.passes():
+    for prefix, newest in _passing_prefixes(search, want, recorded):
+        if newest is None:
+            yield []
+        else:
             yield from _node_sets(search, want, recorded, prefix)
 
 
